@@ -23,8 +23,11 @@ batch_length counts the bytes after itself, so a batch occupies
 
 from __future__ import annotations
 
+import enum
 import struct
 from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import NamedTuple
 
 import crc32c
 
@@ -38,6 +41,12 @@ _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _UINT32 = struct.Struct(">I")
 _INT16 = struct.Struct(">h")
+_CONTROL_KEY = struct.Struct(">hh")
+_END_TXN_VALUE = struct.Struct(">hi")
+
+ATTRIBUTES_OFFSET = 21
+MAX_TIMESTAMP_OFFSET = 35
+CRC_OFFSET = 17
 
 COMPRESSION_MASK = 0x07
 TIMESTAMP_TYPE_BIT = 0x08  # 1 = LogAppendTime
@@ -47,6 +56,48 @@ DELETE_HORIZON_BIT = 0x40
 
 NO_PRODUCER_ID = -1
 NO_SEQUENCE = -1
+
+
+class Header(NamedTuple):
+    key: str
+    value: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One decoded record; offset and timestamp are absolute (base + delta)."""
+
+    offset: int
+    timestamp: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[Header]
+
+
+class TimestampAndOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+class ControlRecordType(enum.IntEnum):
+    """The ``type`` in a control record's key (Kafka's ControlRecordType)."""
+
+    ABORT = 0
+    COMMIT = 1
+    LEADER_CHANGE = 2
+    SNAPSHOT_HEADER = 3
+    SNAPSHOT_FOOTER = 4
+    KRAFT_VERSION = 5
+    KRAFT_VOTERS = 6
+
+
+@dataclass(frozen=True, slots=True)
+class EndTransactionMarker:
+    """A transaction's COMMIT or ABORT marker, as read from a control batch."""
+
+    type: ControlRecordType
+    coordinator_epoch: int
+    offset: int
 
 
 class InvalidRecordError(ValueError):
@@ -184,6 +235,71 @@ class RecordBatch:
         _INT32.pack_into(self.buffer, self.position + 12, epoch)  # type: ignore[arg-type]
         self.partition_leader_epoch = epoch
 
+    # -- rewrites inside the CRC ---------------------------------------
+    def set_log_append_time(self, timestamp: int) -> None:
+        """Mark the batch LogAppendTime with ``timestamp`` as its max timestamp; rewrite the CRC.
+
+        The buffer must be writable. Record timestamps then all read as ``timestamp``.
+        """
+        attributes = self.attributes | TIMESTAMP_TYPE_BIT
+        _INT16.pack_into(self.buffer, self.position + ATTRIBUTES_OFFSET, attributes)  # type: ignore[arg-type]
+        _INT64.pack_into(self.buffer, self.position + MAX_TIMESTAMP_OFFSET, timestamp)  # type: ignore[arg-type]
+        self.attributes = attributes
+        self.max_timestamp = timestamp
+        self.crc = self.compute_crc()
+        _UINT32.pack_into(self.buffer, self.position + CRC_OFFSET, self.crc)  # type: ignore[arg-type]
+
+    # -- records (off the hot path) ------------------------------------
+    def records(self, max_decompressed_size: int | None = None) -> Iterator[Record]:
+        """Decode the batch's records, decompressing them first when needed.
+
+        Raises InvalidRecordError (CompressionError for codec failures) on
+        malformed data. A LogAppendTime batch gives every record its max timestamp.
+        """
+        count = self.records_count
+        if count < 0:
+            raise InvalidRecordError(f"negative record count {count}")
+        data = self.records_data(max_decompressed_size)
+        append_time = self.max_timestamp if self.is_log_append_time else None
+        position = 0
+        end = len(data)
+        for _ in range(count):
+            record, position = _read_record(data, position, end, self.base_offset, self.base_timestamp, append_time)
+            yield record
+        if position != end:
+            raise InvalidRecordError(f"{end - position} bytes remain after the batch's {count} records")
+
+    def records_data(self, max_decompressed_size: int | None = None) -> bytes:
+        """The records' bytes, decompressed (at most max_decompressed_size bytes)."""
+        from protocol import compression
+
+        limit = compression.MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
+        codec = self.compression
+        if codec == compression.NONE:
+            return bytes(self.records_view())
+        return compression.decompress(codec, self.records_view(), limit)
+
+    def find_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """The first record whose timestamp is >= ``timestamp``, or None (ListOffsets by time)."""
+        if self.max_timestamp < timestamp:
+            return None
+        for record in self.records():
+            if record.timestamp >= timestamp:
+                return TimestampAndOffset(record.timestamp, record.offset)
+        return None
+
+    def end_transaction_marker(self) -> EndTransactionMarker:
+        """The COMMIT/ABORT marker a transactional control batch carries."""
+        if not self.is_control:
+            raise InvalidRecordError("not a control batch")
+        for record in self.records():
+            version, control_type = parse_control_record_key(record.key)
+            if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
+                raise InvalidRecordError(f"control record type {control_type} is not a transaction marker")
+            value_version, coordinator_epoch = parse_end_transaction_value(record.value)
+            return EndTransactionMarker(ControlRecordType(control_type), coordinator_epoch, record.offset)
+        raise InvalidRecordError("control batch has no records")
+
     def __repr__(self) -> str:
         return (
             f"RecordBatch(base_offset={self.base_offset}, size={self.size}, records={self.records_count}, "
@@ -202,3 +318,112 @@ def iter_batches(buffer: bytes | bytearray | memoryview, position: int = 0) -> I
         batch = RecordBatch(buffer, position)
         yield batch
         position += batch.size
+
+
+# -- control records ----------------------------------------------------------
+
+
+def parse_control_record_key(key: bytes | None) -> tuple[int, int]:
+    """(version, type) of a control record's key: int16 version, int16 type."""
+    if key is None or len(key) < _CONTROL_KEY.size:
+        raise InvalidRecordError(f"control record key too short: {key!r}")
+    version, control_type = _CONTROL_KEY.unpack_from(key)
+    if version < 0:
+        raise InvalidRecordError(f"invalid control record key version {version}")
+    return version, control_type
+
+
+def parse_end_transaction_value(value: bytes | None) -> tuple[int, int]:
+    """(version, coordinator_epoch) of an end-transaction marker's value.
+
+    Version 0 is int16 version + int32 coordinator epoch; later bytes (from a
+    newer version) are ignored, as Kafka does.
+    """
+    if value is None or len(value) < _END_TXN_VALUE.size:
+        raise InvalidRecordError(f"end transaction marker value too short: {value!r}")
+    version, coordinator_epoch = _END_TXN_VALUE.unpack_from(value)
+    if version < 0:
+        raise InvalidRecordError(f"invalid end transaction marker version {version}")
+    return version, coordinator_epoch
+
+
+# -- record decoding ----------------------------------------------------------
+#
+# A record: length varint, attributes int8, timestampDelta varlong,
+# offsetDelta varint, key (varint length, -1 = null), value (same), header
+# count varint, then each header: key (varint length, utf-8), value (varint
+# length, -1 = null). Varints are zigzag-encoded.
+
+
+def _read_varint(data: bytes, position: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
+    """A zigzag varint (max_bytes 5) or varlong (max_bytes 10) at position."""
+    if position >= end:
+        raise InvalidRecordError("record truncated inside a varint")
+    byte = data[position]
+    position += 1
+    if byte < 0x80:
+        return (byte >> 1) ^ -(byte & 1), position
+    raw = byte & 0x7F
+    shift = 7
+    limit = 7 * max_bytes
+    while True:
+        if position >= end:
+            raise InvalidRecordError("record truncated inside a varint")
+        byte = data[position]
+        position += 1
+        raw |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return (raw >> 1) ^ -(raw & 1), position
+        shift += 7
+        if shift >= limit:
+            raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
+
+
+def _read_nullable_bytes(data: bytes, position: int, end: int) -> tuple[bytes | None, int]:
+    length, position = _read_varint(data, position, end)
+    if length < 0:
+        if length == -1:
+            return None, position
+        raise InvalidRecordError(f"invalid negative length {length}")
+    if length > end - position:
+        raise InvalidRecordError(f"length {length} runs past the end of the record")
+    return data[position : position + length], position + length
+
+
+def _read_headers(data: bytes, position: int, end: int) -> tuple[list[Header], int]:
+    count, position = _read_varint(data, position, end)
+    # every header takes at least two bytes (two varint lengths)
+    if count < 0 or 2 * count > end - position:
+        raise InvalidRecordError(f"invalid header count {count}")
+    headers = []
+    for _ in range(count):
+        length, position = _read_varint(data, position, end)
+        if length < 0 or length > end - position:
+            raise InvalidRecordError(f"invalid header key length {length}")
+        try:
+            key = data[position : position + length].decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise InvalidRecordError(f"header key is not UTF-8: {error}") from None
+        value, position = _read_nullable_bytes(data, position + length, end)
+        headers.append(Header(key, value))
+    return headers, position
+
+
+def _read_record(
+    data: bytes, position: int, end: int, base_offset: int, base_timestamp: int, append_time: int | None
+) -> tuple[Record, int]:
+    """Decode the record at position; return it and the position after it."""
+    length, position = _read_varint(data, position, end)
+    if length < 1 or length > end - position:
+        raise InvalidRecordError(f"invalid record length {length} with {end - position} bytes left")
+    record_end = position + length
+    position += 1  # attributes: unused in magic 2
+    timestamp_delta, position = _read_varint(data, position, record_end, 10)
+    offset_delta, position = _read_varint(data, position, record_end)
+    key, position = _read_nullable_bytes(data, position, record_end)
+    value, position = _read_nullable_bytes(data, position, record_end)
+    headers, position = _read_headers(data, position, record_end)
+    if position != record_end:
+        raise InvalidRecordError(f"record declares {length} bytes but its fields end {record_end - position} early")
+    timestamp = base_timestamp + timestamp_delta if append_time is None else append_time
+    return Record(base_offset + offset_delta, timestamp, key, value, headers), record_end
