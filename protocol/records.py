@@ -293,10 +293,10 @@ class RecordBatch:
         if not self.is_control:
             raise InvalidRecordError("not a control batch")
         for record in self.records():
-            version, control_type = parse_control_record_key(record.key)
+            _, control_type = parse_control_record_key(record.key)
             if control_type not in (ControlRecordType.ABORT, ControlRecordType.COMMIT):
                 raise InvalidRecordError(f"control record type {control_type} is not a transaction marker")
-            value_version, coordinator_epoch = parse_end_transaction_value(record.value)
+            _, coordinator_epoch = parse_end_transaction_value(record.value)
             return EndTransactionMarker(ControlRecordType(control_type), coordinator_epoch, record.offset)
         raise InvalidRecordError("control batch has no records")
 

@@ -6,6 +6,8 @@ import struct
 from dataclasses import dataclass
 
 import crc32c
+import pytest
+from kafka import codec as kafka_python_codec
 
 from protocol.records import HEADER, HEADER_SIZE, LOG_OVERHEAD
 
@@ -33,6 +35,19 @@ SAMPLES = [
     Sample(4, BASE_TIMESTAMP + 7, None, None, []),
     Sample(5, BASE_TIMESTAMP + 8, b"k" * 300, bytes(range(256)) * 400, [("big", b"v" * 200)]),
 ]
+
+
+def require_kafka_python_codec(codec_name: str) -> None:
+    """Skip when kafka-python lacks the optional library for a codec (lz4, zstandard, python-snappy)."""
+    available = {
+        "none": True,
+        "gzip": kafka_python_codec.has_gzip(),
+        "snappy": kafka_python_codec.has_snappy(),
+        "lz4": kafka_python_codec.has_lz4(),
+        "zstd": kafka_python_codec.has_zstd(),
+    }
+    if not available[codec_name]:
+        pytest.skip(f"kafka-python has no {codec_name} library installed")
 
 
 def expected(samples: list[Sample], base_offset: int) -> list[tuple[int, int, bytes | None, bytes | None, list]]:
