@@ -1,0 +1,472 @@
+"""Broker configuration: Kafka's property names, parsed from server.properties text and KEY=VALUE pairs.
+
+`BrokerConfig.build(properties, listen=..., advertised_listener=..., data_dir=...)` validates every
+property against the table in `config_defs`, remembers which were set explicitly (so DescribeConfigs can
+say STATIC_BROKER_CONFIG or DEFAULT_CONFIG truthfully) and derives the topic-level defaults.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import IntEnum
+from pathlib import Path
+from typing import TypeVar
+
+from kbroker.config_defs import (
+    BROKER_PROPERTIES,
+    TOPIC_PROPERTIES,
+    BrokerProperty,
+    ConfigError,
+    ConfigType,
+    TopicProperty,
+    Value,
+    render_value,
+    suggest,
+)
+
+__all__ = [
+    "BROKER_PROPERTIES",
+    "TOPIC_PROPERTIES",
+    "BrokerConfig",
+    "ConfigEntry",
+    "ConfigError",
+    "ConfigSource",
+    "ConfigSynonym",
+    "ConfigType",
+    "Endpoint",
+    "parse_endpoint",
+    "parse_properties",
+    "read_properties_file",
+    "validate_topic_configs",
+]
+
+_T = TypeVar("_T")
+_WILDCARDS = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+class ConfigSource(IntEnum):
+    """Where a value comes from, numbered as DescribeConfigs (v1+) reports it."""
+
+    UNKNOWN = 0
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSynonym:
+    name: str
+    value: str | None
+    source: ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigEntry:
+    """One row of a DescribeConfigs answer."""
+
+    name: str
+    value: str | None
+    source: ConfigSource
+    type: ConfigType
+    doc: str
+    read_only: bool
+    synonyms: tuple[ConfigSynonym, ...]
+
+
+# --------------------------------------------------------------------------- endpoints and listeners
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def parse_endpoint(text: str, what: str = "address") -> Endpoint:
+    """Parse HOST:PORT, [IPV6]:PORT or :PORT (all interfaces, as 0.0.0.0)."""
+    match = re.fullmatch(r"\s*(?:\[([^\]]*)\]|([^:\[\]]*)):(\d{1,5})\s*", text)
+    if match is None:
+        raise ConfigError(f"invalid {what} {text!r}: expected HOST:PORT")
+    host = match.group(1) if match.group(1) is not None else match.group(2)
+    port = int(match.group(3))
+    if port > 65535:
+        raise ConfigError(f"invalid {what} {text!r}: port must be 0-65535")
+    return Endpoint(host or "0.0.0.0", port)
+
+
+def _protocol_map(text: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        name, sep, protocol = pair.partition(":")
+        if not sep:
+            raise ConfigError(f"invalid listener.security.protocol.map entry {pair!r}: expected NAME:PROTOCOL")
+        result[name.strip().upper()] = protocol.strip().upper()
+    return result
+
+
+def _client_listener(prop: str, text: str, controllers: set[str], protocols: dict[str, str]) -> Endpoint:
+    """The one non-controller listener of a NAME://HOST:PORT list; it must be PLAINTEXT."""
+    chosen: list[tuple[str, str]] = []
+    for item in filter(None, (i.strip() for i in text.split(","))):
+        name, sep, address = item.partition("://")
+        if not sep:
+            raise ConfigError(f"invalid {prop} entry {item!r}: expected NAME://HOST:PORT")
+        if name.strip().upper() not in controllers:
+            chosen.append((name.strip().upper(), address))
+    if len(chosen) != 1:
+        raise ConfigError(f"{prop} must name exactly one client listener (kbroker has one), got {len(chosen)}")
+    name, address = chosen[0]
+    protocol = protocols.get(name)
+    if protocol != "PLAINTEXT":
+        raise ConfigError(f"listener {name} uses {protocol or 'an unmapped protocol'}; kbroker serves PLAINTEXT only")
+    return parse_endpoint(address, f"{prop} address")
+
+
+# --------------------------------------------------------------------------- properties files
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java .properties text: # and ! comments, key=value, key: value, key value, \\ continuations."""
+    lines = re.split(r"\r\n|\r|\n", text)
+    result: dict[str, str] = {}
+    index = 0
+    while index < len(lines):
+        line = lines[index].lstrip(" \t\f")
+        index += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line) and index < len(lines):
+            line = line[:-1] + lines[index].lstrip(" \t\f")
+            index += 1
+        if _continues(line):
+            line = line[:-1]
+        key, value = _split_property(line)
+        result[key] = value
+    return result
+
+
+def _continues(line: str) -> bool:
+    return (len(line) - len(line.rstrip("\\"))) % 2 == 1
+
+
+def _split_property(line: str) -> tuple[str, str]:
+    position = 0
+    while position < len(line) and line[position] not in "=: \t\f":
+        position += 2 if line[position] == "\\" else 1
+    key, rest = line[:position], line[position:]
+    stripped = rest.lstrip(" \t\f")
+    if stripped[:1] in ("=", ":"):
+        stripped = stripped[1:].lstrip(" \t\f")
+    return _unescape(key), _unescape(stripped)
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    def replace(match: re.Match[str]) -> str:
+        escaped = match.group(1)
+        if escaped.startswith("u") and len(escaped) == 5:
+            return chr(int(escaped[1:], 16))
+        return _ESCAPES.get(escaped, escaped)
+
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", replace, text, flags=re.DOTALL)
+
+
+def read_properties_file(path: str | Path) -> dict[str, str]:
+    """Read a server.properties file (ISO-8859-1 like Java, but UTF-8 is tried first)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return parse_properties(text)
+
+
+# --------------------------------------------------------------------------- topic configs
+
+
+def validate_topic_configs(configs: Mapping[str, str | None]) -> dict[str, Value]:
+    """Validate topic-level overrides (CreateTopics, AlterConfigs); None values are skipped."""
+    result: dict[str, Value] = {}
+    for name, raw in configs.items():
+        prop = TOPIC_PROPERTIES.get(name)
+        if prop is None:
+            raise ConfigError(f"unknown topic config {name!r}{suggest(name, TOPIC_PROPERTIES)}")
+        if raw is not None:
+            result[name] = prop.parse(raw)
+    return result
+
+
+# --------------------------------------------------------------------------- the broker config
+
+
+class BrokerConfig:
+    """The broker's settings. Build with `BrokerConfig.build(...)`; immutable afterwards.
+
+    `listen`, `advertised` and `data_dir` come from the command line when given there, else from
+    `listeners`, `advertised.listeners` and `log.dirs`/`log.dir`. An advertised port of 0 (listening on
+    port 0) means "whatever port was bound": the server calls `with_listen_port(bound)`.
+    """
+
+    __slots__ = ("_values", "_explicit", "listen", "advertised", "data_dir")
+
+    def __init__(
+        self,
+        values: Mapping[str, Value | None],
+        explicit: Mapping[str, str],
+        listen: Endpoint,
+        advertised: Endpoint,
+        data_dir: Path,
+    ) -> None:
+        self._values = dict(values)
+        self._explicit = dict(explicit)
+        self.listen = listen
+        self.advertised = advertised
+        self.data_dir = data_dir
+
+    @classmethod
+    def build(
+        cls,
+        properties: Mapping[str, str] | None = None,
+        *,
+        listen: str | None = None,
+        advertised_listener: str | None = None,
+        data_dir: str | Path | None = None,
+    ) -> BrokerConfig:
+        """Validate `properties` (Kafka names, string values) and the command-line overrides."""
+        explicit = {key.strip(): raw for key, raw in (properties or {}).items()}
+        values = _parse_all(explicit)
+        _reconcile_node_id(values, explicit)
+        listen_ep = parse_endpoint(listen, "--listen") if listen else _listen_from(values)
+        advertised_ep = _advertised_from(values, listen_ep, advertised_listener)
+        return cls(values, explicit, listen_ep, advertised_ep, _data_dir_from(values, data_dir))
+
+    # ----- property access
+
+    def get(self, name: str) -> Value | None:
+        """The effective typed value of a broker property (None when unset and without default)."""
+        try:
+            return self._values[name]
+        except KeyError:
+            raise ConfigError(f"unknown broker config {name!r}{suggest(name, BROKER_PROPERTIES)}") from None
+
+    def get_int(self, name: str) -> int:
+        return _typed(name, self.get(name), int)
+
+    def get_bool(self, name: str) -> bool:
+        return _typed(name, self.get(name), bool)
+
+    def get_str(self, name: str) -> str:
+        return _typed(name, self.get(name), str)
+
+    def get_float(self, name: str) -> float:
+        return _typed(name, self.get(name), float)
+
+    def get_list(self, name: str) -> tuple[str, ...]:
+        return _typed(name, self.get(name), tuple)
+
+    def is_set(self, name: str) -> bool:
+        """True when the property was given explicitly (config file or --config)."""
+        self.get(name)
+        return name in self._explicit
+
+    def source(self, name: str) -> ConfigSource:
+        return ConfigSource.STATIC_BROKER_CONFIG if self.is_set(name) else ConfigSource.DEFAULT_CONFIG
+
+    @property
+    def explicit(self) -> Mapping[str, str]:
+        """The properties given explicitly, as the raw strings given."""
+        return dict(self._explicit)
+
+    @property
+    def node_id(self) -> int:
+        return self.get_int("node.id")
+
+    @property
+    def fsync_before_ack(self) -> bool:
+        return self.get_bool("kbroker.fsync.before.ack")
+
+    def ignored_settings(self) -> list[str]:
+        """Explicitly set properties that kbroker accepts but does not act on (to warn about)."""
+        return [name for name in self._explicit if BROKER_PROPERTIES[name].ignored]
+
+    def with_listen_port(self, port: int) -> BrokerConfig:
+        """A copy for a listener bound to `port`; a derived advertised port 0 follows it."""
+        advertised = self.advertised
+        if advertised.port == 0:
+            advertised = Endpoint(advertised.host, port)
+        return BrokerConfig(self._values, self._explicit, Endpoint(self.listen.host, port), advertised, self.data_dir)
+
+    # ----- topic-level defaults
+
+    def topic_default_values(self) -> dict[str, Value]:
+        """Topic config name -> typed default derived from the broker properties."""
+        return {name: self._topic_default(prop) for name, prop in TOPIC_PROPERTIES.items()}
+
+    def topic_defaults(self) -> dict[str, str]:
+        """Topic config name -> default as Kafka renders it (e.g. retention.ms -> '604800000')."""
+        return {name: str(render_value(value)) for name, value in self.topic_default_values().items()}
+
+    def topic_config(self, overrides: Mapping[str, str | None] | None = None) -> dict[str, Value]:
+        """The full typed config of a topic: validated `overrides` over the broker's defaults."""
+        merged = self.topic_default_values()
+        merged.update(validate_topic_configs(overrides or {}))
+        return merged
+
+    def _topic_default(self, prop: TopicProperty) -> Value:
+        candidates = [s for s in prop.synonyms if s.name in self._explicit]
+        candidates += [s for s in prop.synonyms if self._values[s.name] is not None]
+        synonym = candidates[0]
+        value = self._values[synonym.name]
+        assert value is not None
+        if synonym.scale != 1:
+            assert isinstance(value, int)
+            value *= synonym.scale
+        if prop.negative_is_unlimited and isinstance(value, int) and value < 0:
+            value = -1
+        return value
+
+    # ----- DescribeConfigs
+
+    def broker_entries(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
+        """DescribeConfigs rows for this broker (all non-ignored properties, or `names`)."""
+        wanted = list(names) if names is not None else [n for n, p in BROKER_PROPERTIES.items() if not p.ignored]
+        entries = []
+        for name in wanted:
+            prop = BROKER_PROPERTIES.get(name)
+            if prop is None:
+                raise ConfigError(f"unknown broker config {name!r}{suggest(name, BROKER_PROPERTIES)}")
+            value = render_value(self._values[name])
+            synonyms = self._synonyms(_group_of(prop)) or (ConfigSynonym(name, value, self.source(name)),)
+            entries.append(ConfigEntry(name, value, self.source(name), prop.type, prop.doc, True, synonyms))
+        return entries
+
+    def topic_entries(self, overrides: Mapping[str, str] | None = None) -> list[ConfigEntry]:
+        """DescribeConfigs rows for a topic with the given explicit (TOPIC_CONFIG) overrides."""
+        overrides = overrides or {}
+        typed = self.topic_config(overrides)
+        entries = []
+        for name, prop in TOPIC_PROPERTIES.items():
+            value = render_value(typed[name])
+            synonyms = self._synonyms([s.name for s in prop.synonyms])
+            if name in overrides:
+                synonyms = (ConfigSynonym(name, value, ConfigSource.TOPIC_CONFIG), *synonyms)
+            source = synonyms[0].source
+            entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, False, synonyms))
+        return entries
+
+    def _synonyms(self, names: list[str]) -> tuple[ConfigSynonym, ...]:
+        """Kafka's synonym order: by precedence of name, each name's explicit value before its default."""
+        result = []
+        for name in names:
+            if name in self._explicit:
+                result.append(ConfigSynonym(name, render_value(self._values[name]), ConfigSource.STATIC_BROKER_CONFIG))
+            default = BROKER_PROPERTIES[name].default
+            if default is not None:
+                result.append(ConfigSynonym(name, render_value(default), ConfigSource.DEFAULT_CONFIG))
+        return tuple(result)
+
+    def __repr__(self) -> str:
+        return (
+            f"BrokerConfig(listen={self.listen}, advertised={self.advertised}, data_dir={str(self.data_dir)!r}, "
+            f"explicit={self._explicit!r})"
+        )
+
+
+# --------------------------------------------------------------------------- build helpers
+
+
+def _parse_all(explicit: Mapping[str, str]) -> dict[str, Value | None]:
+    values: dict[str, Value | None] = {name: prop.default for name, prop in BROKER_PROPERTIES.items()}
+    for name, raw in explicit.items():
+        prop = BROKER_PROPERTIES.get(name)
+        if prop is None:
+            hint = suggest(name, BROKER_PROPERTIES) or " (run 'kbroker configs' to list them)"
+            raise ConfigError(f"unknown broker config {name!r}{hint}")
+        values[name] = prop.parse(raw)
+    return values
+
+
+def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]) -> None:
+    """broker.id stands in for an unset node.id; both set must agree; broker.id reports node.id."""
+    if "broker.id" in explicit and "node.id" not in explicit:
+        values["node.id"] = values["broker.id"]
+        explicit["node.id"] = explicit["broker.id"]
+    elif "broker.id" in explicit and values["broker.id"] != values["node.id"]:
+        raise ConfigError(f"broker.id ({values['broker.id']}) must equal node.id ({values['node.id']})")
+    values["broker.id"] = values["node.id"]
+
+
+def _listen_from(values: Mapping[str, Value | None]) -> Endpoint:
+    text = values["listeners"]
+    assert isinstance(text, str)
+    return _client_listener("listeners", text, _controller_names(values), _protocols(values))
+
+
+def _advertised_from(values: Mapping[str, Value | None], listen: Endpoint, flag: str | None) -> Endpoint:
+    advertised_listeners = values["advertised.listeners"]
+    if flag:
+        endpoint = parse_endpoint(flag, "--advertised-listener")
+    elif isinstance(advertised_listeners, str) and advertised_listeners.strip():
+        controllers, protocols = _controller_names(values), _protocols(values)
+        endpoint = _client_listener("advertised.listeners", advertised_listeners, controllers, protocols)
+    else:
+        return Endpoint(_WILDCARDS.get(listen.host, listen.host), listen.port)
+    if endpoint.host in _WILDCARDS or endpoint.port == 0:
+        raise ConfigError(f"advertised listener {endpoint} must name a reachable host and a non-zero port")
+    return endpoint
+
+
+def _controller_names(values: Mapping[str, Value | None]) -> set[str]:
+    names = values["controller.listener.names"]
+    return {n.strip().upper() for n in names.split(",") if n.strip()} if isinstance(names, str) else set()
+
+
+def _protocols(values: Mapping[str, Value | None]) -> dict[str, str]:
+    text = values["listener.security.protocol.map"]
+    assert isinstance(text, str)
+    return _protocol_map(text)
+
+
+def _data_dir_from(values: Mapping[str, Value | None], flag: str | Path | None) -> Path:
+    log_dirs = values["log.dirs"]
+    if flag is not None and str(flag) != "":
+        chosen = str(flag)
+    elif isinstance(log_dirs, tuple) and log_dirs:
+        if len(log_dirs) > 1:
+            raise ConfigError(f"log.dirs lists {len(log_dirs)} directories; kbroker keeps its data in one")
+        chosen = log_dirs[0]
+    else:
+        chosen = str(values["log.dir"])
+    if not chosen:
+        raise ConfigError("the data directory must not be empty")
+    return Path(chosen).expanduser().resolve()
+
+
+def _group_of(prop: BrokerProperty) -> list[str]:
+    """The broker properties feeding the same topic config, in precedence order."""
+    if prop.topic_name is None:
+        return []
+    return [s.name for s in TOPIC_PROPERTIES[prop.topic_name].synonyms]
+
+
+def _typed(name: str, value: Value | None, kind: type[_T]) -> _T:
+    if kind is int and isinstance(value, bool):
+        raise ConfigError(f"{name} is a boolean, not an integer")
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return kind(value)  # type: ignore[call-arg]
+    if not isinstance(value, kind):
+        raise ConfigError(f"{name} has no {kind.__name__} value (it is {value!r})")
+    return value

@@ -1,0 +1,496 @@
+"""The configuration vocabulary: types, validators, and the tables of broker and topic properties.
+
+Names, types, defaults and valid ranges are Apache Kafka's (3.9/4.x), so a `server.properties`
+written for Kafka means the same here. Every difference is stated in a property's `note`.
+Values are parsed from strings as Kafka parses them (trimmed; `true`/`false`; comma lists).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+from decimal import Decimal
+from enum import IntEnum
+
+INT_MAX = 2**31 - 1
+LONG_MAX = 2**63 - 1
+_BOUNDS = {"int": (-(2**31), INT_MAX), "short": (-(2**15), 2**15 - 1), "long": (-(2**63), LONG_MAX)}
+
+Value = bool | int | float | str | tuple[str, ...]
+
+
+class ConfigError(ValueError):
+    """A configuration name or value is not acceptable; the message says why in one line."""
+
+
+class ConfigType(IntEnum):
+    """Property types, numbered as DescribeConfigs (v3+) reports them."""
+
+    BOOLEAN = 1
+    STRING = 2
+    INT = 3
+    SHORT = 4
+    LONG = 5
+    DOUBLE = 6
+    LIST = 7
+
+    @property
+    def label(self) -> str:
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Range:
+    """Numeric bounds, inclusive; `also` lists extra allowed values outside them (gzip's -1)."""
+
+    low: float | None = None
+    high: float | None = None
+    also: tuple[int, ...] = ()
+
+    def check(self, name: str, value: Value) -> None:
+        assert isinstance(value, int | float) and not isinstance(value, bool)
+        if value in self.also:
+            return
+        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+            raise ConfigError(f"invalid value {value} for {name}: must be in {self.describe()}")
+
+    def describe(self) -> str:
+        low = "..." if self.low is None else _num(self.low)
+        high = "..." if self.high is None else _num(self.high)
+        extra = "".join(f" or {v}" for v in self.also)
+        return f"[{low},{high}]{extra}"
+
+
+@dataclass(frozen=True, slots=True)
+class OneOf:
+    """A string from a fixed set (exact case, as Kafka's ValidString)."""
+
+    choices: tuple[str, ...]
+
+    def check(self, name: str, value: Value) -> None:
+        items = value if isinstance(value, tuple) else (value,)
+        for item in items:
+            if item not in self.choices:
+                raise ConfigError(f"invalid value {item!r} for {name}: must be one of {self.describe()}")
+
+    def describe(self) -> str:
+        return "[" + ", ".join(self.choices) + "]"
+
+
+Validator = Range | OneOf
+
+
+def _num(x: float) -> str:
+    return str(int(x)) if float(x).is_integer() else str(x)
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerProperty:
+    """One broker property. `default` None means unset (a lower-precedence synonym then applies)."""
+
+    name: str
+    type: ConfigType
+    default: Value | None
+    doc: str
+    validator: Validator | None = None
+    topic_name: str | None = None  # the topic-level config this property supplies the default of
+    note: str | None = None  # how kbroker differs from Kafka, when it does
+    ignored: bool = False  # accepted so Kafka's server.properties loads; no effect in kbroker
+
+    def parse(self, raw: str) -> Value:
+        """Parse and validate a value given as a string (as in server.properties)."""
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None:
+            self.validator.check(self.name, value)
+        return value
+
+
+@dataclass(frozen=True, slots=True)
+class Synonym:
+    """A broker property supplying a topic config's default; `scale` converts its unit to the topic's."""
+
+    name: str
+    scale: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class TopicProperty:
+    """One topic-level config; its default comes from the first broker synonym that has a value."""
+
+    name: str
+    type: ConfigType
+    doc: str
+    synonyms: tuple[Synonym, ...]
+    validator: Validator | None = None
+    negative_is_unlimited: bool = False  # Kafka maps any negative derived retention to -1
+
+    def parse(self, raw: str) -> Value:
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None:
+            self.validator.check(self.name, value)
+        return value
+
+
+# --------------------------------------------------------------------------- parsing and rendering
+
+
+def parse_value(name: str, type_: ConfigType, raw: str) -> Value:
+    """Parse `raw` as Kafka's ConfigDef does for `type_`; raise ConfigError naming the property."""
+    text = raw.strip()
+    if type_ is ConfigType.STRING:
+        return text
+    if type_ is ConfigType.LIST:
+        return tuple(item.strip() for item in text.split(",")) if text else ()
+    if type_ is ConfigType.BOOLEAN:
+        lowered = text.lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        raise ConfigError(f"invalid value {raw!r} for {name}: expected true or false")
+    if type_ is ConfigType.DOUBLE:
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"invalid value {raw!r} for {name}: expected a number") from None
+    return _parse_integer(name, type_, raw, text)
+
+
+def _parse_integer(name: str, type_: ConfigType, raw: str, text: str) -> int:
+    label = type_.label
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise ConfigError(f"invalid value {raw!r} for {name}: expected an integer ({label})") from None
+    low, high = _BOUNDS[label]
+    if not low <= value <= high:
+        raise ConfigError(f"invalid value {raw!r} for {name}: out of range for {label}")
+    return value
+
+
+def render_value(value: Value | None) -> str | None:
+    """The string Kafka reports for a value (DescribeConfigs, topic defaults)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(value)
+    if isinstance(value, float):
+        return java_double(value)
+    return str(value)
+
+
+def java_double(x: float) -> str:
+    """Java's Double.toString: plain for 1e-3 <= |x| < 1e7, else d.dddE<n>."""
+    if math.isnan(x):
+        return "NaN"
+    if math.isinf(x):
+        return "Infinity" if x > 0 else "-Infinity"
+    if x == 0 or 1e-3 <= abs(x) < 1e7:
+        return repr(x)
+    sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = "".join(map(str, digits))
+    power = exponent + len(mantissa) - 1
+    return f"{'-' if sign else ''}{mantissa[0]}.{mantissa[1:] or '0'}E{power}"
+
+
+def suggest(name: str, known: Iterable[str]) -> str:
+    """' (did you mean 'x'?)' for the closest known name, or ''."""
+    match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f" (did you mean {match[0]!r}?)" if match else ""
+
+
+# --------------------------------------------------------------------------- the broker table
+
+BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST = (
+    ConfigType.BOOLEAN,
+    ConfigType.STRING,
+    ConfigType.INT,
+    ConfigType.SHORT,
+    ConfigType.LONG,
+    ConfigType.DOUBLE,
+    ConfigType.LIST,
+)
+_HOUR_MS = 3_600_000
+_MINUTE_MS = 60_000
+_NON_NEGATIVE = Range(0)
+_POSITIVE = Range(1)
+_NO_CONTROLLER = "kbroker is one process with no KRaft controller or replication; accepted and ignored"
+_NO_THREADS = "kbroker runs one event loop, so thread counts do not apply; accepted and ignored"
+_SINGLE_NODE_RF = "kbroker is a single node, so internal state has one replica; accepted and ignored"
+_COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
+
+
+def _p(
+    name: str,
+    type_: ConfigType,
+    default: Value | None,
+    doc: str,
+    validator: Validator | None = None,
+    *,
+    topic: str | None = None,
+    note: str | None = None,
+    ignored: bool = False,
+) -> BrokerProperty:
+    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored)
+
+
+# fmt: off
+_SERVER = [
+    _p("node.id", INT, 1, "Id of this node, as given to clients in Metadata and FindCoordinator.", Range(0),
+       note="Kafka has no default (KRaft requires one); kbroker uses 1."),
+    _p("broker.id", INT, None, "Older name for node.id: stands in for it when node.id is unset, else must equal it.",
+       Range(0), note="Kafka's default is -1 (unset); kbroker reports node.id's value."),
+    _p("listeners", STR, "PLAINTEXT://127.0.0.1:9092",
+       "Where to accept clients, as NAME://HOST:PORT; an empty host means all interfaces. --listen wins.",
+       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); kbroker serves one PLAINTEXT listener, "
+       "skipping controller listeners."),
+    _p("advertised.listeners", STR, None,
+       "Address clients are told to connect to, as NAME://HOST:PORT. Unset: the listener's, with 127.0.0.1 "
+       "for a wildcard host. --advertised-listener wins."),
+    _p("listener.security.protocol.map", STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+       "Security protocol of each listener name, as NAME:PROTOCOL pairs.",
+       note="kbroker serves PLAINTEXT only; a listener mapped to another protocol is an error."),
+    _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
+    _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
+       topic="max.message.bytes"),
+    _p("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; larger ones close the connection.",
+       _POSITIVE),
+    _p("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 keeps the OS default."),
+    _p("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 keeps the OS default."),
+    _p("socket.listen.backlog.size", INT, 50, "Backlog of pending connections on the listening socket.", _POSITIVE),
+    _p("max.connections", INT, INT_MAX, "Most client connections open at once; further ones are refused.",
+       _NON_NEGATIVE),
+    _p("max.connections.per.ip", INT, INT_MAX, "Most connections open at once from one IP address.", _NON_NEGATIVE),
+    _p("connections.max.idle.ms", LONG, 600000, "A connection idle for this long is closed."),
+    _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
+    _p("kbroker.fsync.before.ack", BOOL, False,
+       "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
+       note="kbroker only; Kafka relies on replication and flush.messages/flush.ms instead."),
+]
+
+_TOPICS = [
+    _p("num.partitions", INT, 1, "Partitions of a topic created without a count (auto-created or -1).", _POSITIVE),
+    _p("default.replication.factor", INT, 1, "Replication factor of topics created without one.",
+       note="kbroker is a single node: only 1 can be satisfied."),
+    _p("auto.create.topics.enable", BOOL, True, "Create a topic when a producer or Metadata request names a missing one."),
+    _p("delete.topic.enable", BOOL, True, "Allow DeleteTopics; when false it fails with TOPIC_DELETION_DISABLED."),
+]
+
+_LOG = [
+    _p("log.dir", STR, "./data", "Directory holding the data, when log.dirs is unset. --data-dir wins.",
+       note="Kafka's default is /tmp/kafka-logs."),
+    _p("log.dirs", LIST, None, "Data directory (preferred over log.dir). --data-dir wins.",
+       note="kbroker keeps all data in one directory: a list of more than one is an error."),
+    _p("log.segment.bytes", INT, 1073741824, "Size at which a log segment is closed and a new one rolled.", Range(14),
+       topic="segment.bytes", note="Kafka 4 raised the minimum to 1 MiB; kbroker keeps 3.9's 14 bytes for tests."),
+    _p("log.roll.ms", LONG, None, "Age (ms) at which a segment is rolled; unset: log.roll.hours.", topic="segment.ms"),
+    _p("log.roll.hours", INT, 168, "Age (hours) at which a segment is rolled, below log.roll.ms.", _POSITIVE,
+       topic="segment.ms"),
+    _p("log.roll.jitter.ms", LONG, None, "Most random jitter (ms) taken off the roll time; unset: log.roll.jitter.hours.",
+       topic="segment.jitter.ms"),
+    _p("log.roll.jitter.hours", INT, 0, "Most random jitter (hours) taken off the roll time, below log.roll.jitter.ms.",
+       _NON_NEGATIVE, topic="segment.jitter.ms"),
+    _p("log.retention.ms", LONG, None, "Time (ms) data is kept; -1 keeps it forever; unset: log.retention.minutes.",
+       topic="retention.ms"),
+    _p("log.retention.minutes", INT, None, "Time (minutes) data is kept, below log.retention.ms; unset: hours.",
+       topic="retention.ms"),
+    _p("log.retention.hours", INT, 168, "Time (hours) data is kept, below log.retention.ms and .minutes.",
+       topic="retention.ms"),
+    _p("log.retention.bytes", LONG, -1, "Size a partition may reach before old segments are deleted; -1: no limit.",
+       topic="retention.bytes"),
+    _p("log.retention.check.interval.ms", LONG, 300000, "How often segments are checked against the retention limits.",
+       _POSITIVE),
+    _p("log.cleanup.policy", LIST, ("delete",), "What happens to segments past retention: delete and/or compact.",
+       OneOf(("compact", "delete")), topic="cleanup.policy"),
+    _p("log.index.size.max.bytes", INT, 10485760, "Largest offset index file of a segment.", Range(4),
+       topic="segment.index.bytes"),
+    _p("log.index.interval.bytes", INT, 4096, "Bytes of log between two offset index entries.", _NON_NEGATIVE,
+       topic="index.interval.bytes"),
+    _p("log.flush.interval.messages", LONG, LONG_MAX, "Records appended to a partition before it is fsynced.",
+       _POSITIVE, topic="flush.messages"),
+    _p("log.flush.interval.ms", LONG, None, "Longest time (ms) appended data waits for an fsync; unset: "
+       "log.flush.scheduler.interval.ms.", topic="flush.ms"),
+    _p("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often logs are checked for a due time-based fsync.",
+       topic="flush.ms"),
+    _p("log.flush.offset.checkpoint.interval.ms", INT, 60000, "How often the recovery point is checkpointed.",
+       _NON_NEGATIVE),
+    _p("log.segment.delete.delay.ms", LONG, 60000, "Wait before a deleted segment's files are removed.", _NON_NEGATIVE,
+       topic="file.delete.delay.ms"),
+    _p("log.preallocate", BOOL, False, "Preallocate the file of a new segment.", topic="preallocate"),
+    _p("log.message.timestamp.type", STR, "CreateTime", "Timestamp stored for records: the producer's or append time.",
+       OneOf(("CreateTime", "LogAppendTime")), topic="message.timestamp.type"),
+    _p("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far (ms) a CreateTime may lie before the broker's "
+       "clock.", _NON_NEGATIVE, topic="message.timestamp.before.max.ms"),
+    _p("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far (ms) a CreateTime may lie after the broker's clock.",
+       _NON_NEGATIVE, topic="message.timestamp.after.max.ms"),
+    _p("log.cleaner.delete.retention.ms", LONG, 86400000, "How long tombstones are kept in compacted topics.",
+       _NON_NEGATIVE, topic="delete.retention.ms"),
+    _p("log.cleaner.min.compaction.lag.ms", LONG, 0, "Least age of a record before it may be compacted.", _NON_NEGATIVE,
+       topic="min.compaction.lag.ms"),
+    _p("log.cleaner.max.compaction.lag.ms", LONG, LONG_MAX, "Most age of a record before it must be compacted.",
+       _POSITIVE, topic="max.compaction.lag.ms"),
+    _p("log.cleaner.min.cleanable.ratio", DOUBLE, 0.5, "Dirty share of a log that makes it eligible for compaction.",
+       Range(0, 1), topic="min.cleanable.dirty.ratio"),
+    _p("min.insync.replicas", INT, 1, "Replicas that must have a write for acks=all to succeed.", _POSITIVE,
+       topic="min.insync.replicas"),
+    _p("unclean.leader.election.enable", BOOL, False, "Allow an out-of-sync replica to become leader.",
+       topic="unclean.leader.election.enable"),
+    _p("compression.type", STR, "producer", "Codec of stored batches; 'producer' keeps what the producer sent.",
+       _COMPRESSION, topic="compression.type"),
+    _p("compression.gzip.level", INT, -1, "gzip level when the broker compresses.", Range(1, 9, also=(-1,)),
+       topic="compression.gzip.level"),
+    _p("compression.lz4.level", INT, 9, "lz4 level when the broker compresses.", Range(1, 17),
+       topic="compression.lz4.level"),
+    _p("compression.zstd.level", INT, 3, "zstd level when the broker compresses.", Range(-131072, 22),
+       topic="compression.zstd.level"),
+]
+
+_GROUPS = [
+    _p("group.min.session.timeout.ms", INT, 6000, "Shortest session timeout a group member may ask for."),
+    _p("group.max.session.timeout.ms", INT, 1800000, "Longest session timeout a group member may ask for."),
+    _p("group.initial.rebalance.delay.ms", INT, 0, "Wait for more members before the first rebalance of a new group.",
+       note="Kafka's default is 3000; kbroker's 0 lets a lone consumer start at once."),
+    _p("group.max.size", INT, INT_MAX, "Most members in one consumer group.", _POSITIVE),
+    _p("offsets.retention.minutes", INT, 10080, "How long committed offsets of an empty group are kept.", _POSITIVE),
+    _p("offsets.retention.check.interval.ms", LONG, 600000, "How often expired offsets are looked for.", _POSITIVE),
+    _p("offset.metadata.max.bytes", INT, 4096, "Largest metadata string stored with a committed offset."),
+    _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
+       _POSITIVE),
+]
+
+_TRANSACTIONS = [
+    _p("transactional.id.expiration.ms", INT, 604800000, "Idle time after which a transactional id is forgotten.",
+       _POSITIVE),
+    _p("transaction.max.timeout.ms", INT, 900000, "Longest transaction timeout a producer may ask for.", _POSITIVE),
+    _p("transaction.abort.timed.out.transaction.cleanup.interval.ms", INT, 10000,
+       "How often timed-out transactions are aborted.", _POSITIVE),
+    _p("transaction.remove.expired.transaction.cleanup.interval.ms", INT, 3600000,
+       "How often expired transactional ids are removed.", _POSITIVE),
+    _p("transaction.state.log.num.partitions", INT, 50, "Partitions of __transaction_state.", _POSITIVE),
+    _p("producer.id.expiration.ms", INT, 86400000, "Idle time after which a partition forgets a producer id's state.",
+       _POSITIVE),
+    _p("producer.id.expiration.check.interval.ms", INT, 600000, "How often expired producer ids are looked for.",
+       _POSITIVE),
+]
+
+_IGNORED = [
+    _p("process.roles", LIST, (), "KRaft roles of this process.", OneOf(("broker", "controller")), note=_NO_CONTROLLER,
+       ignored=True),
+    _p("controller.quorum.voters", LIST, (), "KRaft controller quorum voters.", note=_NO_CONTROLLER, ignored=True),
+    _p("controller.quorum.bootstrap.servers", LIST, (), "KRaft controller bootstrap servers.", note=_NO_CONTROLLER,
+       ignored=True),
+    _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other.", note=_NO_CONTROLLER,
+       ignored=True),
+    _p("num.network.threads", INT, 3, "Network threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
+    _p("num.io.threads", INT, 8, "Request handler threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
+    _p("num.recovery.threads.per.data.dir", INT, 1, "Log recovery threads per data directory.", _POSITIVE,
+       note=_NO_THREADS, ignored=True),
+    _p("num.replica.fetchers", INT, 1, "Replica fetcher threads.", note=_NO_THREADS, ignored=True),
+    _p("offsets.topic.replication.factor", SHORT, 3, "Replication factor of __consumer_offsets.", _POSITIVE,
+       note=_SINGLE_NODE_RF, ignored=True),
+    _p("transaction.state.log.replication.factor", SHORT, 3, "Replication factor of __transaction_state.", _POSITIVE,
+       note=_SINGLE_NODE_RF, ignored=True),
+    _p("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of __transaction_state.", _POSITIVE,
+       note=_SINGLE_NODE_RF, ignored=True),
+    _p("share.coordinator.state.topic.replication.factor", SHORT, 3, "Replication factor of __share_group_state.",
+       _POSITIVE, note=_SINGLE_NODE_RF, ignored=True),
+    _p("share.coordinator.state.topic.min.isr", INT, 2, "min.insync.replicas of __share_group_state.", _POSITIVE,
+       note=_SINGLE_NODE_RF, ignored=True),
+]
+
+# fmt: on
+
+BROKER_PROPERTIES: dict[str, BrokerProperty] = {
+    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_TRANSACTIONS, *_IGNORED)
+}
+SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
+    ("Server", tuple(_SERVER)),
+    ("Topics", tuple(_TOPICS)),
+    ("Log (topic defaults)", tuple(_LOG)),
+    ("Groups and offsets", tuple(_GROUPS)),
+    ("Transactions and producer ids", tuple(_TRANSACTIONS)),
+    ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
+)
+
+
+# --------------------------------------------------------------------------- the topic table
+
+
+def _t(
+    name: str,
+    type_: ConfigType,
+    doc: str,
+    synonyms: tuple[Synonym, ...],
+    validator: Validator | None = None,
+    negative_is_unlimited: bool = False,
+) -> TopicProperty:
+    return TopicProperty(name, type_, doc, synonyms, validator, negative_is_unlimited)
+
+
+def _same(broker_name: str) -> tuple[Synonym, ...]:
+    return (Synonym(broker_name),)
+
+
+# fmt: off
+_TOPIC_LIST = [
+    _t("cleanup.policy", LIST, "delete and/or compact segments past retention.", _same("log.cleanup.policy"),
+       OneOf(("compact", "delete"))),
+    _t("compression.type", STR, "Codec of stored batches; 'producer' keeps the producer's.", _same("compression.type"),
+       _COMPRESSION),
+    _t("compression.gzip.level", INT, "gzip level when the broker compresses.", _same("compression.gzip.level"),
+       Range(1, 9, also=(-1,))),
+    _t("compression.lz4.level", INT, "lz4 level when the broker compresses.", _same("compression.lz4.level"),
+       Range(1, 17)),
+    _t("compression.zstd.level", INT, "zstd level when the broker compresses.", _same("compression.zstd.level"),
+       Range(-131072, 22)),
+    _t("delete.retention.ms", LONG, "How long tombstones are kept when compacting.",
+       _same("log.cleaner.delete.retention.ms"), _NON_NEGATIVE),
+    _t("file.delete.delay.ms", LONG, "Wait before a deleted segment's files are removed.",
+       _same("log.segment.delete.delay.ms"), _NON_NEGATIVE),
+    _t("flush.messages", LONG, "Records appended before the partition is fsynced.", _same("log.flush.interval.messages"),
+       _POSITIVE),
+    _t("flush.ms", LONG, "Longest time appended data waits for an fsync.",
+       (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms")), _NON_NEGATIVE),
+    _t("index.interval.bytes", INT, "Bytes of log between two offset index entries.", _same("log.index.interval.bytes"),
+       _NON_NEGATIVE),
+    _t("max.compaction.lag.ms", LONG, "Most age of a record before it must be compacted.",
+       _same("log.cleaner.max.compaction.lag.ms"), _POSITIVE),
+    _t("max.message.bytes", INT, "Largest record batch accepted for this topic.", _same("message.max.bytes"),
+       _NON_NEGATIVE),
+    _t("message.timestamp.after.max.ms", LONG, "How far a CreateTime may lie after the broker's clock.",
+       _same("log.message.timestamp.after.max.ms"), _NON_NEGATIVE),
+    _t("message.timestamp.before.max.ms", LONG, "How far a CreateTime may lie before the broker's clock.",
+       _same("log.message.timestamp.before.max.ms"), _NON_NEGATIVE),
+    _t("message.timestamp.type", STR, "CreateTime or LogAppendTime.", _same("log.message.timestamp.type"),
+       OneOf(("CreateTime", "LogAppendTime"))),
+    _t("min.cleanable.dirty.ratio", DOUBLE, "Dirty share that makes the log eligible for compaction.",
+       _same("log.cleaner.min.cleanable.ratio"), Range(0, 1)),
+    _t("min.compaction.lag.ms", LONG, "Least age of a record before it may be compacted.",
+       _same("log.cleaner.min.compaction.lag.ms"), _NON_NEGATIVE),
+    _t("min.insync.replicas", INT, "Replicas that must have a write for acks=all.", _same("min.insync.replicas"),
+       _POSITIVE),
+    _t("preallocate", BOOL, "Preallocate the file of a new segment.", _same("log.preallocate")),
+    _t("retention.bytes", LONG, "Size the partition may reach before old segments go; -1: no limit.",
+       _same("log.retention.bytes")),
+    _t("retention.ms", LONG, "Time data is kept; -1: forever.",
+       (Synonym("log.retention.ms"), Synonym("log.retention.minutes", _MINUTE_MS),
+        Synonym("log.retention.hours", _HOUR_MS)), Range(-1), negative_is_unlimited=True),
+    _t("segment.bytes", INT, "Size at which a segment is rolled.", _same("log.segment.bytes"), Range(14)),
+    _t("segment.index.bytes", INT, "Largest offset index file of a segment.", _same("log.index.size.max.bytes"),
+       Range(4)),
+    _t("segment.jitter.ms", LONG, "Most random jitter taken off the roll time.",
+       (Synonym("log.roll.jitter.ms"), Synonym("log.roll.jitter.hours", _HOUR_MS)), _NON_NEGATIVE),
+    _t("segment.ms", LONG, "Age at which a segment is rolled.",
+       (Synonym("log.roll.ms"), Synonym("log.roll.hours", _HOUR_MS)), _POSITIVE),
+    _t("unclean.leader.election.enable", BOOL, "Allow an out-of-sync replica to become leader.",
+       _same("unclean.leader.election.enable")),
+]
+
+# fmt: on
+
+TOPIC_PROPERTIES: dict[str, TopicProperty] = {t.name: t for t in _TOPIC_LIST}
+
+assert all(s.name in BROKER_PROPERTIES for t in _TOPIC_LIST for s in t.synonyms)
