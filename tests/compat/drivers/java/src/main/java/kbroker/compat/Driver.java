@@ -1,0 +1,168 @@
+package kbroker.compat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * The Java driver of the kbroker compatibility suite.
+ *
+ * <p>{@code Driver serve} answers JSON-line commands on stdin; {@code Driver <op> [json]} runs one command
+ * (arguments from argv or stdin) and exits 1 on error. Commands are documented in docs/compatibility.md.
+ */
+public final class Driver {
+    static final ObjectMapper JSON = new ObjectMapper();
+
+    private Driver() {}
+
+    public static void main(String[] args) throws Exception {
+        if (args.length == 0) {
+            System.err.println("usage: Driver serve | Driver <op> [json-arguments]");
+            System.exit(2);
+        }
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        if (args[0].equals("serve")) {
+            String line;
+            while ((line = in.readLine()) != null) {
+                if (line.isBlank()) {
+                    continue;
+                }
+                ObjectNode answer = handle(line);
+                System.out.println(JSON.writeValueAsString(answer));
+                System.out.flush();
+            }
+            return;
+        }
+        String body = args.length > 1 ? args[1] : readAll(in);
+        ObjectNode request = body.isBlank() ? JSON.createObjectNode() : (ObjectNode) JSON.readTree(body);
+        request.put("op", args[0]);
+        ObjectNode answer = handle(JSON.writeValueAsString(request));
+        System.out.println(JSON.writeValueAsString(answer));
+        System.exit(answer.get("ok").asBoolean() ? 0 : 1);
+    }
+
+    static String readAll(BufferedReader in) throws Exception {
+        StringBuilder all = new StringBuilder();
+        String line;
+        while ((line = in.readLine()) != null) {
+            all.append(line).append('\n');
+        }
+        return all.toString();
+    }
+
+    static ObjectNode handle(String line) {
+        try {
+            JsonNode request = JSON.readTree(line);
+            ObjectNode answer = dispatch(request);
+            answer.put("ok", true);
+            return answer;
+        } catch (Throwable t) {
+            return error(t);
+        }
+    }
+
+    static ObjectNode dispatch(JsonNode r) throws Exception {
+        String op = r.path("op").asText();
+        switch (op) {
+            case "produce":
+                return Produce.run(r);
+            case "consume":
+                return Consume.run(r);
+            case "partitions_for":
+                return Produce.partitionsFor(r);
+            case "create_topic":
+            case "describe_topic":
+            case "topic_configs":
+            case "alter_config":
+            case "create_partitions":
+            case "delete_topic":
+            case "list_offset":
+            case "delete_records":
+                return Admin.run(op, r);
+            default:
+                throw new IllegalArgumentException("unknown op " + op);
+        }
+    }
+
+    static ObjectNode error(Throwable t) {
+        Throwable cause = t;
+        while ((cause instanceof ExecutionException || cause instanceof org.apache.kafka.common.KafkaException)
+                && cause.getCause() != null
+                && cause.getCause() != cause) {
+            if (cause instanceof org.apache.kafka.common.errors.ApiException) {
+                break;
+            }
+            cause = cause.getCause();
+        }
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("ok", false);
+        ObjectNode err = answer.putObject("error");
+        err.put("kind", kind(cause));
+        err.put("message", cause.getClass().getName() + ": " + cause.getMessage());
+        return answer;
+    }
+
+    static String kind(Throwable t) {
+        if (t instanceof org.apache.kafka.clients.consumer.OffsetOutOfRangeException
+                || t instanceof org.apache.kafka.clients.consumer.NoOffsetForPartitionException
+                || t instanceof org.apache.kafka.common.errors.OffsetOutOfRangeException) {
+            return "offset_out_of_range";
+        }
+        if (t instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException) {
+            return "unknown_topic";
+        }
+        if (t instanceof org.apache.kafka.common.errors.UnsupportedVersionException) {
+            return "unsupported";
+        }
+        if (t instanceof org.apache.kafka.common.errors.TimeoutException) {
+            return "timeout";
+        }
+        return "other";
+    }
+
+    static String b64(byte[] data) {
+        return data == null ? null : Base64.getEncoder().encodeToString(data);
+    }
+
+    static byte[] unb64(JsonNode node) {
+        return node == null || node.isNull() ? null : Base64.getDecoder().decode(node.asText());
+    }
+
+    static java.util.Properties base(JsonNode r) {
+        java.util.Properties p = new java.util.Properties();
+        p.put("bootstrap.servers", r.path("bootstrap").asText());
+        p.put("client.id", "compat-java");
+        return p;
+    }
+
+    static List<Integer> ints(JsonNode array) {
+        List<Integer> out = new ArrayList<>();
+        for (JsonNode n : array) {
+            out.add(n.asInt());
+        }
+        return out;
+    }
+
+    static ArrayNode intArray(ObjectNode parent, String name, Iterable<Integer> values) {
+        ArrayNode array = parent.putArray(name);
+        for (Integer v : values) {
+            array.add(v);
+        }
+        return array;
+    }
+
+    static Map<String, String> stringMap(JsonNode object) {
+        Map<String, String> out = new java.util.TreeMap<>();
+        object.fields().forEachRemaining(e -> out.put(e.getKey(), e.getValue().asText()));
+        return out;
+    }
+}

@@ -1,0 +1,110 @@
+"""The clients of the compatibility suite, by name, and how to build each one's adapter."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+
+from tests.compat.clients import Client
+from tests.compat.driver_client import DRIVERS, DriverClient
+
+JAVA_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
+GO_BINARY = DRIVERS / "go" / "bin" / "franzgo-driver"
+NODE_SCRIPT = DRIVERS / "node" / "driver.js"
+
+# Capabilities no JVM/Go driver lacks; kept here to show each client's gaps in one place.
+KAFKAJS_MISSING = {
+    "compression.snappy": "kafkajs ships only gzip; snappy needs a third-party codec package",
+    "compression.lz4": "kafkajs ships only gzip; lz4 needs a third-party codec package",
+    "compression.zstd": "kafkajs ships only gzip; zstd needs a third-party codec package",
+    "consume.reset_none": "kafkajs has no auto.offset.reset=none",
+}
+GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetFetch", "OffsetCommit")
+
+
+def java_build(major: str) -> Path | None:
+    """The newest built Java driver for kafka-clients ``major`` (e.g. "3.9" or "4"), if any."""
+    builds = sorted(
+        (p for p in (DRIVERS / "java" / "target").glob(f"kafka-{major}.*") if (p / "classes").is_dir()),
+        key=lambda p: [int(x) for x in p.name.removeprefix("kafka-").split(".") if x.isdigit()],
+    )
+    return builds[-1] if builds else None
+
+
+def _java(major: str) -> Client | str:
+    build = java_build(major)
+    if build is None:
+        return f"Java driver for kafka-clients {major}.x is not built: run scripts/install_clients"
+    if shutil.which("java") is None:
+        return "java is not installed"
+    version = build.name.removeprefix("kafka-")
+    classpath = f"{build / 'classes'}:{build / 'deps' / '*'}"
+    return DriverClient(
+        name=f"java-{version}",
+        command=["java", *JAVA_OPTS, "-cp", classpath, "kbroker.compat.Driver"],
+        op_apis={"produce": ("Metadata", "Produce", "InitProducerId")},
+    )
+
+
+def _franz_go() -> Client | str:
+    if not GO_BINARY.exists():
+        return "franz-go driver is not built: run scripts/install_clients"
+    return DriverClient(
+        name="franz-go",
+        command=[str(GO_BINARY)],
+        op_apis={"produce": ("Metadata", "Produce", "InitProducerId")},
+    )
+
+
+def _kafkajs() -> Client | str:
+    if not (DRIVERS / "node" / "node_modules" / "kafkajs").is_dir():
+        return "kafkajs is not installed: run scripts/install_clients"
+    return DriverClient(
+        name="kafkajs",
+        command=["node", str(NODE_SCRIPT)],
+        missing=dict(KAFKAJS_MISSING),
+        op_apis={
+            # kafkajs consumers always join a group, even to read assigned partitions.
+            "consume": ("Metadata", "Fetch", "ListOffsets", *GROUP_APIS),
+            "alter_config": ("Metadata", "AlterConfigs"),
+        },
+    )
+
+
+def _confluent() -> Client | str:
+    from tests.compat.confluent_client import ConfluentClient
+
+    return ConfluentClient()
+
+
+def _kafka_python() -> Client | str:
+    from tests.compat.kafka_python_client import KafkaPythonClient
+
+    return KafkaPythonClient()
+
+
+def _aiokafka() -> Client | str:
+    from tests.compat.aiokafka_client import AiokafkaClient
+
+    return AiokafkaClient()
+
+
+def _kcat() -> Client | str:
+    if shutil.which("kcat") is None:
+        return "kcat is not installed: run scripts/install_clients"
+    from tests.compat.kcat_client import KcatClient
+
+    return KcatClient()
+
+
+FACTORIES: dict[str, Callable[[], Client | str]] = {
+    "confluent-kafka": _confluent,
+    "kafka-python": _kafka_python,
+    "aiokafka": _aiokafka,
+    "kcat": _kcat,
+    "java-3.9": lambda: _java("3.9"),
+    "java-4": lambda: _java("4"),
+    "franz-go": _franz_go,
+    "kafkajs": _kafkajs,
+}

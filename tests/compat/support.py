@@ -1,0 +1,144 @@
+"""Shared helpers of the compatibility scenarios: the per-test context, topic setup, a background producer."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import re
+import socket
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from tests.compat.apiversions import missing_apis
+from tests.compat.clients import Client, Consumed, Record
+
+_counter = itertools.count()
+
+
+def wait_for_port(host: str, port: int, timeout: float) -> None:
+    """Block until host:port accepts a TCP connection, or raise TimeoutError."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection((host, port), timeout=0.5):
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on {host}:{port} after {timeout}s")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Compat:
+    """What a scenario gets: the broker's address and APIs, and the client under test (or why it is absent)."""
+
+    bootstrap: str
+    advertised: dict[int, tuple[int, int]]
+    subject: Client | str
+    setup_clients: list[object] = field(default_factory=list)
+
+    @property
+    def client(self) -> Client:
+        assert isinstance(self.subject, Client)
+        return self.subject
+
+    def need(self, ops: Iterable[str] = (), caps: Iterable[str] = (), apis: Iterable[str] = ()) -> None:
+        """Skip the test unless the client can do ``caps`` and the broker advertises what ``ops``/``apis`` need."""
+        if isinstance(self.subject, str):
+            pytest.skip(self.subject)
+        for capability in [*ops, *caps]:
+            if capability in self.client.missing:
+                pytest.skip(f"{self.client.name} cannot do {capability}: {self.client.missing[capability]}")
+        needed = self.client.apis(*ops) | set(apis)
+        absent = missing_apis(self.advertised, needed)
+        if absent:
+            pytest.skip(f"broker does not implement {', '.join(absent)} yet")
+
+    def topic(self, scenario: str) -> str:
+        """A topic name unique to this test run, naming the scenario and client."""
+        name = self.subject.name if isinstance(self.subject, Client) else "none"
+        return re.sub(r"[^a-zA-Z0-9._-]", "-", f"compat-{scenario}-{name}-{next(_counter)}-{now_ms() % 100000}")
+
+    def setup_topic(self, scenario: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
+        """Create a fresh topic with kafka-python's admin client (not the client under test)."""
+        absent = missing_apis(self.advertised, {"CreateTopics", "Metadata"})
+        if absent:
+            pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up the topic)")
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        topic = self.topic(scenario)
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-setup")
+        try:
+            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})])
+        finally:
+            admin.close()
+        return topic
+
+    def setup_produce(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
+        """Produce with kafka-python (not the client under test); return (partition, offset) per record."""
+        absent = missing_apis(self.advertised, {"Produce", "Metadata", "InitProducerId"})
+        if absent:
+            pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up records)")
+        from tests.compat.kafka_python_client import KafkaPythonClient
+
+        return KafkaPythonClient().produce(self.bootstrap, topic, records)
+
+    def produce_later(self, topic: str, records: Sequence[Record], delay_s: float) -> DelayedProduce:
+        """Start producing ``records`` with kafka-python after ``delay_s`` seconds, in a thread."""
+        delayed = DelayedProduce(self, topic, records, delay_s)
+        delayed.thread.start()
+        return delayed
+
+
+class DelayedProduce:
+    """A produce that happens in the background; ``acked_at`` is the monotonic time its acks arrived."""
+
+    def __init__(self, compat: Compat, topic: str, records: Sequence[Record], delay_s: float) -> None:
+        from kafka import KafkaProducer
+
+        self.producer = KafkaProducer(bootstrap_servers=compat.bootstrap, acks="all", linger_ms=0)
+        self.producer.partitions_for(topic)  # connect and load metadata before the clock starts
+        self.topic = topic
+        self.records = records
+        self.delay_s = delay_s
+        self.acked_at: float | None = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            time.sleep(self.delay_s)
+            futures = [
+                self.producer.send(self.topic, key=r.key, value=r.value, partition=r.partition) for r in self.records
+            ]
+            for future in futures:
+                future.get(timeout=20)
+            self.acked_at = time.monotonic()
+        except BaseException as exc:  # reported by join()
+            self.error = exc
+
+    def join(self) -> float:
+        self.thread.join(timeout=30)
+        self.producer.close(timeout=5)
+        if self.error is not None:
+            raise self.error
+        assert self.acked_at is not None, "background produce did not finish"
+        return self.acked_at
+
+
+def by_partition(records: Iterable[Consumed]) -> dict[int, list[Consumed]]:
+    out: dict[int, list[Consumed]] = {}
+    for record in records:
+        out.setdefault(record.partition, []).append(record)
+    return out
+
+
+def assert_dense(records: Sequence[Consumed], start: int = 0) -> None:
+    """Offsets of one partition's records run start, start+1, ... without gaps or repeats."""
+    offsets = [r.offset for r in records]
+    assert offsets == list(range(start, start + len(records))), f"offsets not dense from {start}: {offsets[:20]}"
