@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -167,3 +168,48 @@ def test_config_value_may_contain_equals_signs() -> None:
     assert load_config(args).advertised == Endpoint("h", 1)
     with pytest.raises(ConfigError):
         load_config(build_parser().parse_args(["serve", "--config", "=3"]))
+
+
+# --------------------------------------------------------------------------- --log-format output
+
+
+_LOG_PROBE = """
+import logging, sys, structlog
+from kbroker.logs import configure_logging
+configure_logging(sys.argv[1], sys.argv[2])
+log = structlog.get_logger().bind(conn=3)
+log.debug("hidden_debug", a=1)
+log.info("server_started", port=9092, note="two words")
+logging.getLogger("asyncio").warning("from %s", "stdlib")
+try:
+    1 / 0
+except ZeroDivisionError:
+    log.exception("handler_failed", api="Fetch")
+"""
+
+
+def _log_lines(level: str, fmt: str) -> list[str]:
+    environ = {k: v for k, v in os.environ.items() if not k.startswith("KBROKER_")}
+    environ["PYTHONPATH"] = str(REPO)
+    result = subprocess.run(
+        [sys.executable, "-c", _LOG_PROBE, level, fmt], capture_output=True, text=True, timeout=60, env=environ
+    )
+    assert result.returncode == 0 and result.stdout == "", result.stderr
+    return result.stderr.splitlines()
+
+
+def test_console_logs_are_one_key_value_line_per_event() -> None:
+    lines = _log_lines("info", "console")
+    assert len(lines) == 3, lines
+    started, stdlib, failed = lines
+    assert started.startswith("timestamp=") and " level=info event=server_started " in started
+    assert "conn=3" in started and "port=9092" in started and 'note="two words"' in started
+    assert "level=warning" in stdlib and 'event="from stdlib"' in stdlib and "logger=asyncio" in stdlib
+    assert "level=error event=handler_failed" in failed and "ZeroDivisionError" in failed
+
+
+def test_json_logs_are_one_object_per_line_and_debug_shows_when_asked() -> None:
+    events = [json.loads(line) for line in _log_lines("debug", "json")]
+    assert [e["event"] for e in events] == ["hidden_debug", "server_started", "from stdlib", "handler_failed"]
+    assert events[0]["level"] == "debug" and events[0]["conn"] == 3 and "timestamp" in events[0]
+    assert "ZeroDivisionError" in events[3]["exception"]
