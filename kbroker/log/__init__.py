@@ -1,0 +1,92 @@
+"""kbroker's storage engine: a segmented log per partition, knowing nothing of sockets.
+
+Layers (one noun each, as in Kafka's storage module):
+  LogSegment (segment.py)     one .log file + sparse .index and .timeindex (index.py)
+  load_segments (loader.py)   startup: open segments, recover after an unclean stop
+  PartitionLog                offsets, append, read, timestamps, retention, group commit (flush.py)
+  LogManager                  data dir, topic metadata, checkpoints, clean-shutdown marker, periodic duties
+
+Public API (all on the event loop thread; only fsyncs run in the manager's executor):
+
+  LogConfig(...)                                   Kafka topic settings, see config.py
+  LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
+  to_properties(config) -> dict[str, str]
+
+  LogManager(data_dir, default_config=None, *, executor=None, retention_check_interval_ms=300_000,
+             checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000)
+    .startup() -> None                  load + recover; .had_clean_shutdown tells which
+    await .shutdown() -> None           flush all, checkpoints, clean-shutdown marker
+    .abort() -> None                    close without flush or marker (next start recovers)
+    .create_topic(name, partitions, *, configs=None, topic_id=None) -> TopicMetadata
+    .create_partitions(name, total) -> TopicMetadata
+    .set_topic_configs(name, configs) -> TopicMetadata     replaces the override set
+    .delete_topic(name) -> None
+    .get_log(topic, partition) -> PartitionLog | None
+    .topic(name) -> TopicMetadata | None;  .topics() -> dict[str, TopicMetadata];  .topic_config(name) -> LogConfig
+    .logs() -> Iterator[((topic, partition), PartitionLog)]
+    await .run() -> None                periodic duties until cancelled (flush.ms, retention, checkpoints, deletes)
+    .run_retention(now=None) -> int;  await .flush_due(now=None);  .write_checkpoints()
+
+  PartitionLog.open(directory, config=None, *, log_start_offset=0, recovery_point=0, clean_shutdown=False,
+                    executor=None) -> PartitionLog
+    .append(buffer: bytearray, *, leader_epoch=0, now=None) -> AppendInfo
+        rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file on return
+    await .wait_for_ack(info, acks) -> None      fsync first when fsync_before_ack (acks=-1) or flush.messages
+    await .flush(offset=None) -> None            group commit, off the event loop
+    .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True) -> LogReadResult
+        .region: FileRegion(fd, position, size) | None -> os.sendfile(sock, fd, position, size) or .read()
+    .fetch_offset_by_timestamp(ts) -> TimestampAndOffset | None   ts >= 0, or LATEST/EARLIEST/MAX_TIMESTAMP
+    .delete_records(offset) -> int               new log start offset (-1: the high watermark)
+    .delete_old_segments(now=None) -> int;  .roll() -> LogSegment
+    .log_start_offset, .log_end_offset, .high_watermark, .recovery_point, .size_in_bytes
+    await .shutdown();  .close()
+
+Errors (errors.py): KafkaStorageError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRangeError, RecordTooLargeError
+(-> MESSAGE_TOO_LARGE), InvalidConfigError, InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError;
+a malformed append buffer raises protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
+"""
+
+from kbroker.log.config import LogConfig, to_properties
+from kbroker.log.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    KafkaStorageError,
+    LogError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kbroker.log.manager import LogManager
+from kbroker.log.metadata import TopicMetadata
+from kbroker.log.partition_log import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    AppendInfo,
+    FileRegion,
+    LogReadResult,
+    PartitionLog,
+)
+
+__all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
+    "AppendInfo",
+    "FileRegion",
+    "InvalidConfigError",
+    "InvalidTopicError",
+    "KafkaStorageError",
+    "LogConfig",
+    "LogError",
+    "LogManager",
+    "LogReadResult",
+    "OffsetOutOfRangeError",
+    "PartitionLog",
+    "RecordTooLargeError",
+    "TopicExistsError",
+    "TopicMetadata",
+    "UnknownTopicOrPartitionError",
+    "to_properties",
+]

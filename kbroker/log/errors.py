@@ -1,0 +1,43 @@
+"""Errors raised by the storage layer, each mapping to one Kafka error code."""
+
+from __future__ import annotations
+
+
+class LogError(Exception):
+    """Base class of every storage-layer error."""
+
+
+class KafkaStorageError(LogError):
+    """Disk full, I/O error or an offline log: the produce path answers KAFKA_STORAGE_ERROR (56)."""
+
+
+class OffsetOutOfRangeError(LogError):
+    """An offset outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
+
+    def __init__(self, offset: int, log_start_offset: int, log_end_offset: int) -> None:
+        super().__init__(
+            f"offset {offset} is out of range [{log_start_offset}, {log_end_offset}]",
+        )
+        self.offset = offset
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = log_end_offset
+
+
+class RecordTooLargeError(LogError):
+    """A batch larger than max.message.bytes or segment.bytes: MESSAGE_TOO_LARGE (10)."""
+
+
+class InvalidConfigError(LogError, ValueError):
+    """A topic config name or value is not acceptable: INVALID_CONFIG (40)."""
+
+
+class InvalidTopicError(LogError, ValueError):
+    """A topic name that is not legal in Kafka: INVALID_TOPIC_EXCEPTION (17)."""
+
+
+class UnknownTopicOrPartitionError(LogError, KeyError):
+    """No such topic or partition: UNKNOWN_TOPIC_OR_PARTITION (3)."""
+
+
+class TopicExistsError(LogError):
+    """The topic already exists: TOPIC_ALREADY_EXISTS (36)."""

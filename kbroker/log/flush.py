@@ -1,0 +1,143 @@
+"""Group commit: one fsync, run off the event loop, shared by every waiter it covers.
+
+`GroupCommit.flush(offset)` returns once everything below `offset` is durable.
+While an fsync is in flight, new waiters whose offset it covers share it;
+the others wait for the next one, which starts as soon as the current one
+ends and covers everything appended by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from kbroker.log.errors import KafkaStorageError
+from kbroker.log.index import write_index_file
+from kbroker.log.segment import LogSegment
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass(slots=True)
+class FlushPlan:
+    """What one flush makes durable; built in the event loop, run in a thread."""
+
+    target_offset: int
+    log_fds: list[int] = field(default_factory=list)
+    index_writes: list[tuple[Path, int, bytes]] = field(default_factory=list)
+    finished_segments: list[tuple[LogSegment, int, int]] = field(default_factory=list)  # (segment, entries, entries)
+    directory: Path | None = None
+    rolls: int = 0  # the log's roll count when planned (the directory fsync covers those)
+
+    def run(self) -> None:
+        """fdatasync the logs, write and fsync finished segments' indexes, fsync the directory."""
+        for fd in self.log_fds:
+            os.fdatasync(fd)
+        for path, position, data in self.index_writes:
+            write_index_file(path, position, data, fsync=True)
+        if self.directory is not None:
+            fd = os.open(self.directory, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+    def complete(self) -> None:
+        for segment, offset_entries, time_entries in self.finished_segments:
+            segment.offset_index.mark_written(offset_entries)
+            segment.time_index.mark_written(time_entries)
+            segment.indexes_durable = True
+
+
+def plan_flush(segments: list[LogSegment], recovery_point: int, target: int, directory: Path | None) -> FlushPlan:
+    """The work to make [recovery_point, target) durable; inactive segments also get their indexes."""
+    plan = FlushPlan(target, directory=directory)
+    active = segments[-1]
+    for i, segment in enumerate(segments):
+        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
+        if next_base is not None and next_base <= recovery_point and segment.indexes_durable:
+            continue
+        if segment.base_offset >= target and segment is not active:
+            break
+        plan.log_fds.append(segment.fd)
+        if segment is not active and not segment.indexes_durable:
+            segment.ensure_indexes()
+            for index in (segment.offset_index, segment.time_index):
+                plan.index_writes.append((index.path, 0, index.encode_all()))
+            plan.finished_segments.append((segment, len(segment.offset_index), len(segment.time_index)))
+    return plan
+
+
+class GroupCommit:
+    """Serialises fsyncs of one partition log and lets concurrent waiters share them."""
+
+    def __init__(
+        self,
+        plan: Callable[[], FlushPlan],
+        on_durable: Callable[[FlushPlan], None],
+        durable_offset: Callable[[], int],
+        executor: Executor | None,
+    ) -> None:
+        self._plan = plan
+        self._on_durable = on_durable
+        self._durable_offset = durable_offset
+        self._executor = executor
+        self._task: asyncio.Task[None] | None = None
+        self._background: set[asyncio.Task[None]] = set()
+
+    @property
+    def in_flight(self) -> bool:
+        return self._task is not None
+
+    async def flush(self, offset: int) -> None:
+        """Return when everything below `offset` is durable; raise KafkaStorageError if an fsync fails."""
+        while self._durable_offset() < offset:
+            task = self._task
+            if task is None:
+                task = self._task = asyncio.get_running_loop().create_task(self._run())
+            await asyncio.shield(task)
+
+    def flush_in_background(self, offset: int) -> None:
+        """Start a flush up to `offset` without waiting (roll, flush.messages); errors are logged."""
+        task = asyncio.get_running_loop().create_task(self.flush(offset))
+        self._background.add(task)
+        task.add_done_callback(self._background_done)
+
+    def _background_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("background_flush_failed", error=str(task.exception()))
+
+    async def _run(self) -> None:
+        try:
+            plan = self._plan()
+            try:
+                await asyncio.get_running_loop().run_in_executor(self._executor, plan.run)
+            except OSError as error:
+                raise KafkaStorageError(f"fsync failed: {error}") from error
+            self._on_durable(plan)
+        finally:
+            self._task = None
+
+    def flush_now(self) -> None:
+        """Flush in the calling thread (no event loop: startup, shutdown, tests)."""
+        if self._task is not None:
+            raise RuntimeError("an asynchronous flush is in flight; await it first")
+        plan = self._plan()
+        try:
+            plan.run()
+        except OSError as error:
+            raise KafkaStorageError(f"fsync failed: {error}") from error
+        self._on_durable(plan)
+
+    async def idle(self) -> None:
+        """Wait for the flush in flight and the background ones, if any."""
+        while self._task is not None or self._background:
+            pending = [t for t in (self._task, *self._background) if t is not None]
+            await asyncio.wait(pending)

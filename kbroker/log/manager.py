@@ -1,0 +1,363 @@
+"""LogManager: the data directory, its topics and partition logs, and their periodic duties.
+
+Data directory layout:
+
+    <data-dir>/.kafka_cleanshutdown              written by an orderly stop, removed at start
+    <data-dir>/recovery-point-offset-checkpoint  "topic partition offset" lines (checkpoint.py)
+    <data-dir>/log-start-offset-checkpoint
+    <data-dir>/topics.d/<topic>.json             topic id, partition count, config overrides
+    <data-dir>/<topic>-<partition>/              segments + partition.metadata
+    <data-dir>/<topic>-<partition>.<id>-delete/  a deleted partition, removed at next start
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Executor, ThreadPoolExecutor
+from pathlib import Path
+
+import structlog
+
+from kbroker.log.checkpoint import fsync_directory, read_checkpoint, write_atomically, write_checkpoint
+from kbroker.log.config import LogConfig
+from kbroker.log.errors import (
+    InvalidConfigError,
+    KafkaStorageError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
+from kbroker.log.metadata import (
+    TOPICS_DIR,
+    TopicMetadata,
+    topic_file,
+    validate_topic_name,
+    write_partition_metadata,
+    write_topic,
+)
+from kbroker.log.partition_log import PartitionLog
+from kbroker.log.segment import now_ms
+
+log = structlog.get_logger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+DELETE_SUFFIX = "-delete"
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+_DELETED_DIR = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-delete$")
+
+TopicPartition = tuple[str, int]
+
+
+class LogManager:
+    """Owns every partition log under one data directory."""
+
+    def __init__(
+        self,
+        data_dir: Path | str,
+        default_config: LogConfig | None = None,
+        *,
+        executor: Executor | None = None,
+        retention_check_interval_ms: int = 300_000,
+        checkpoint_interval_ms: int = 60_000,
+        flush_check_interval_ms: int = 1_000,
+    ) -> None:
+        self.data_dir = Path(data_dir)
+        self.default_config = default_config or LogConfig()
+        self._own_executor = executor is None
+        self.executor: Executor = executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="kbroker-fsync")
+        self.retention_check_interval_ms = retention_check_interval_ms
+        self.checkpoint_interval_ms = checkpoint_interval_ms
+        self.flush_check_interval_ms = flush_check_interval_ms
+        self.had_clean_shutdown = False
+        self._topics: dict[str, TopicMetadata] = {}
+        self._configs: dict[str, LogConfig] = {}
+        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._retired: list[tuple[int, PartitionLog, Path]] = []  # deleted topics' logs: close after, moved to
+
+    # -- startup and shutdown ------------------------------------------
+    def startup(self) -> None:
+        """Load every topic and partition; recover them when the last stop was not clean."""
+        started = time.perf_counter()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        marker = self.data_dir / CLEAN_SHUTDOWN_FILE
+        self.had_clean_shutdown = marker.exists()
+        recovery_points = read_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
+        start_offsets = read_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
+        deleting = self._remove_deleted_dirs()
+        self._load_topics(deleting)
+        for directory in sorted(self.data_dir.iterdir()):
+            match = _PARTITION_DIR.match(directory.name)
+            if match and directory.is_dir():
+                tp = (match.group(1), int(match.group(2)))
+                self._load_partition(directory, tp, recovery_points.get(tp, 0), start_offsets.get(tp, 0))
+        for metadata in list(self._topics.values()):
+            for partition in range(metadata.partitions):
+                if (metadata.name, partition) not in self._logs:
+                    self._create_partition(metadata, partition)
+        if self.had_clean_shutdown:
+            marker.unlink()
+            fsync_directory(self.data_dir)
+        self.write_checkpoints()
+        log.info(
+            "log_manager_started",
+            data_dir=str(self.data_dir),
+            clean_shutdown=self.had_clean_shutdown,
+            topics=len(self._topics),
+            partitions=len(self._logs),
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    def _remove_deleted_dirs(self) -> set[str]:
+        topics = set()
+        for directory in self.data_dir.iterdir():
+            match = _DELETED_DIR.match(directory.name)
+            if match:
+                topics.add(match.group(1))
+                shutil.rmtree(directory, ignore_errors=True)
+        return topics
+
+    def _load_topics(self, deleting: set[str]) -> None:
+        topics_dir = self.data_dir / TOPICS_DIR
+        topics_dir.mkdir(exist_ok=True)
+        for path in topics_dir.iterdir():
+            if path.suffix != ".json":
+                path.unlink(missing_ok=True)  # a temp file from an interrupted write
+                continue
+            try:
+                metadata = TopicMetadata.from_json(path.read_bytes())
+                config = LogConfig.from_properties(metadata.configs, self.default_config)
+            except (ValueError, KeyError, InvalidConfigError) as error:
+                log.error("topic_metadata_unreadable", path=str(path), error=str(error))
+                continue
+            partition_dirs = [self.data_dir / f"{metadata.name}-{p}" for p in range(metadata.partitions)]
+            if metadata.name in deleting and not any(d.exists() for d in partition_dirs):
+                path.unlink()  # a deletion interrupted after its directories were renamed
+                continue
+            self._topics[metadata.name] = metadata
+            self._configs[metadata.name] = config
+
+    def _load_partition(self, directory: Path, tp: TopicPartition, recovery_point: int, start: int) -> None:
+        topic, partition = tp
+        metadata = self._topics.get(topic)
+        if metadata is None:
+            log.warning("partition_without_topic_metadata", directory=str(directory))
+            metadata = TopicMetadata(topic, uuid.uuid4(), partition + 1)
+            self._topics[topic] = metadata
+            self._configs[topic] = self.default_config
+            write_topic(self.data_dir, metadata)
+        elif partition >= metadata.partitions:
+            metadata.partitions = partition + 1
+            write_topic(self.data_dir, metadata)
+        self._logs[tp] = PartitionLog.open(
+            directory,
+            self._configs[topic],
+            log_start_offset=start,
+            recovery_point=recovery_point,
+            clean_shutdown=self.had_clean_shutdown,
+            executor=self.executor,
+        )
+
+    async def shutdown(self) -> None:
+        """Orderly stop: flush every log, write checkpoints, then the clean-shutdown marker."""
+        for partition_log in self._logs.values():
+            await partition_log.shutdown()
+        for _, partition_log, _ in self._retired:
+            await partition_log.idle()
+        self.write_checkpoints()
+        write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        self._close_retired(force=True)
+        if self._own_executor:
+            self.executor.shutdown(wait=True)
+        log.info("log_manager_stopped", data_dir=str(self.data_dir), partitions=len(self._logs))
+
+    def abort(self) -> None:
+        """Close every file without flushing or marking a clean stop: the next start recovers."""
+        for partition_log in self._logs.values():
+            partition_log.release_files()
+        self._close_retired(force=True)
+        if self._own_executor:
+            self.executor.shutdown(wait=True)
+
+    # -- topics --------------------------------------------------------
+    def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        *,
+        configs: Mapping[str, str] | None = None,
+        topic_id: uuid.UUID | None = None,
+    ) -> TopicMetadata:
+        """Create a topic and its partition directories (metadata first, so a crash never loses it)."""
+        validate_topic_name(name)
+        if name in self._topics:
+            raise TopicExistsError(f"topic {name!r} already exists")
+        if partitions < 1:
+            raise InvalidConfigError(f"partition count {partitions} must be at least 1")
+        overrides = {str(k): str(v) for k, v in (configs or {}).items()}
+        config = LogConfig.from_properties(overrides, self.default_config)
+        metadata = TopicMetadata(name, topic_id or uuid.uuid4(), partitions, overrides)
+        write_topic(self.data_dir, metadata)
+        self._topics[name] = metadata
+        self._configs[name] = config
+        for partition in range(partitions):
+            self._create_partition(metadata, partition)
+        fsync_directory(self.data_dir)
+        log.info("topic_created", topic=name, topic_id=str(metadata.topic_id), partitions=partitions)
+        return metadata
+
+    def _create_partition(self, metadata: TopicMetadata, partition: int) -> PartitionLog:
+        directory = self.data_dir / f"{metadata.name}-{partition}"
+        if directory.exists():
+            shutil.rmtree(directory)  # a leftover: topics are created empty
+        directory.mkdir()
+        write_partition_metadata(directory, metadata.topic_id)
+        partition_log = PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor)
+        self._logs[(metadata.name, partition)] = partition_log
+        return partition_log
+
+    def create_partitions(self, name: str, total: int) -> TopicMetadata:
+        """CreatePartitions: grow the topic to `total` partitions."""
+        metadata = self._require_topic(name)
+        if total <= metadata.partitions:
+            raise InvalidConfigError(f"topic {name!r} already has {metadata.partitions} partitions")
+        old = metadata.partitions
+        metadata.partitions = total
+        write_topic(self.data_dir, metadata)
+        for partition in range(old, total):
+            self._create_partition(metadata, partition)
+        fsync_directory(self.data_dir)
+        return metadata
+
+    def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
+        """Replace the topic's config overrides (validated first) and apply them to its logs."""
+        metadata = self._require_topic(name)
+        overrides = {str(k): str(v) for k, v in configs.items()}
+        config = LogConfig.from_properties(overrides, self.default_config)
+        metadata.configs = overrides
+        write_topic(self.data_dir, metadata)
+        self._configs[name] = config
+        for (topic, _), partition_log in self._logs.items():
+            if topic == name:
+                partition_log.update_config(config)
+        return metadata
+
+    def delete_topic(self, name: str) -> None:
+        """Rename the partition directories to *-delete (readers keep their files for
+        file.delete.delay.ms), then remove the metadata."""
+        metadata = self._require_topic(name)
+        delay = self._configs[name].file_delete_delay_ms
+        for partition in range(metadata.partitions):
+            partition_log = self._logs.pop((name, partition), None)
+            if partition_log is None:
+                continue
+            target = self.data_dir / f"{name}-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+            partition_log.directory.rename(target)
+            self._retired.append((now_ms() + delay, partition_log, target))
+        fsync_directory(self.data_dir)
+        topic_file(self.data_dir, name).unlink()
+        fsync_directory(self.data_dir / TOPICS_DIR)
+        del self._topics[name]
+        del self._configs[name]
+        log.info("topic_deleted", topic=name, topic_id=str(metadata.topic_id))
+
+    def _close_retired(self, force: bool = False, now: int | None = None) -> None:
+        now = now_ms() if now is None else now
+        keep = []
+        for deadline, partition_log, moved_to in self._retired:
+            if force or (deadline <= now and not partition_log.flush_in_flight):
+                partition_log.release_files()
+                shutil.rmtree(moved_to, ignore_errors=True)
+            else:
+                keep.append((deadline, partition_log, moved_to))
+        self._retired = keep
+
+    def _require_topic(self, name: str) -> TopicMetadata:
+        metadata = self._topics.get(name)
+        if metadata is None:
+            raise UnknownTopicOrPartitionError(name)
+        return metadata
+
+    # -- lookups -------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        return self._logs.get((topic, partition))
+
+    def topic(self, name: str) -> TopicMetadata | None:
+        return self._topics.get(name)
+
+    def topics(self) -> dict[str, TopicMetadata]:
+        return dict(self._topics)
+
+    def topic_config(self, name: str) -> LogConfig:
+        self._require_topic(name)
+        return self._configs[name]
+
+    def logs(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
+        return iter(list(self._logs.items()))
+
+    # -- periodic duties -----------------------------------------------
+    def run_retention(self, now: int | None = None) -> int:
+        """One retention pass over every log; return the bytes released."""
+        released = 0
+        for tp, partition_log in self.logs():
+            try:
+                released += partition_log.delete_old_segments(now)
+            except KafkaStorageError as error:
+                log.error("retention_failed", topic=tp[0], partition=tp[1], error=str(error))
+        return released
+
+    def purge_deleted(self, now: int | None = None) -> None:
+        """Remove files deleted more than file.delete.delay.ms ago."""
+        for _, partition_log in self.logs():
+            partition_log.purge_deleted_segments(now)
+        self._close_retired(now=now)
+
+    async def flush_due(self, now: int | None = None) -> None:
+        """flush.ms: flush the logs whose oldest unflushed data is that old."""
+        now = now_ms() if now is None else now
+        due = [
+            partition_log.flush()
+            for _, partition_log in self.logs()
+            if partition_log.unflushed_messages > 0
+            and now - partition_log.last_flush_ms >= partition_log.config.flush_ms
+        ]
+        for result in await asyncio.gather(*due, return_exceptions=True):
+            if isinstance(result, Exception):
+                log.error("flush_failed", error=str(result))
+
+    def checkpoint_offsets(self) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
+        """(recovery points, log start offsets) of every log, as the checkpoints will hold them."""
+        points = {tp: partition_log.recovery_point for tp, partition_log in self.logs()}
+        starts = {tp: partition_log.log_start_offset for tp, partition_log in self.logs()}
+        return points, starts
+
+    def write_checkpoints(self, offsets: tuple[dict, dict] | None = None) -> None:
+        points, starts = offsets or self.checkpoint_offsets()
+        write_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, points)
+        write_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+
+    async def run(self) -> None:
+        """The periodic duties until cancelled: flush.ms, retention, checkpoints, file deletion."""
+        loop = asyncio.get_running_loop()
+        now = now_ms()
+        next_retention = now + self.retention_check_interval_ms
+        next_checkpoint = now + self.checkpoint_interval_ms
+        while True:
+            await asyncio.sleep(self.flush_check_interval_ms / 1000)
+            now = now_ms()
+            await self.flush_due(now)
+            if now >= next_retention:
+                self.run_retention(now)
+                next_retention = now + self.retention_check_interval_ms
+            self.purge_deleted(now)
+            if now >= next_checkpoint:
+                try:
+                    await loop.run_in_executor(self.executor, self.write_checkpoints, self.checkpoint_offsets())
+                except OSError as error:
+                    log.error("checkpoint_failed", error=str(error))
+                next_checkpoint = now + self.checkpoint_interval_ms

@@ -1,0 +1,495 @@
+"""The log of one partition: segments, offsets, appends, reads, retention, flushes.
+
+Offsets named as in Kafka: the log start offset (first readable offset), the
+log end offset (next offset to assign), the high watermark (equal to the log
+end offset on this single-replica broker) and the recovery point (everything
+below it is fsynced: recovery starts there). Invariant:
+log_start_offset <= recovery_point-or-LEO, recovery_point <= log_end_offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+from bisect import bisect_right
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ParamSpec, TypeVar
+
+import structlog
+
+from kbroker.log.config import LogConfig
+from kbroker.log.errors import KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
+from kbroker.log.flush import FlushPlan, GroupCommit, plan_flush
+from kbroker.log.index import MAX_RELATIVE_OFFSET
+from kbroker.log.loader import RecoveryStats, load_segments
+from kbroker.log.scan import BatchHeader
+from kbroker.log.segment import AppendedBatch, LogSegment, now_ms
+from protocol.records import InvalidRecordError, RecordBatch, TimestampAndOffset
+
+log = structlog.get_logger(__name__)
+
+# ListOffsets special timestamps
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _storage_errors(method: Callable[P, R]) -> Callable[P, R]:
+    """Turn an OSError (EIO, ENOSPC, EMFILE...) into KafkaStorageError."""
+
+    @functools.wraps(method)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        try:
+            return method(*args, **kwargs)
+        except OSError as error:
+            raise KafkaStorageError(f"{method.__name__} failed: {error}") from error
+
+    return wrapper
+
+
+@dataclass(frozen=True, slots=True)
+class AppendInfo:
+    base_offset: int
+    last_offset: int
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    max_timestamp: int
+    flush_required: bool  # flush.messages reached: the acknowledgement waits for the fsync
+
+
+@dataclass(frozen=True, slots=True)
+class FileRegion:
+    """A contiguous byte range of a segment file: send it with os.sendfile(sock, fd, position, size)."""
+
+    fd: int
+    position: int
+    size: int
+
+    def read(self) -> bytes:
+        """The bytes, with one pread."""
+        try:
+            data = os.pread(self.fd, self.size, self.position)
+        except OSError as error:
+            raise KafkaStorageError(f"read failed: {error}") from error
+        if len(data) != self.size:
+            raise KafkaStorageError(f"short read: {len(data)} of {self.size} bytes")
+        return data
+
+
+@dataclass(frozen=True, slots=True)
+class LogReadResult:
+    region: FileRegion | None  # None: nothing to return
+    first_offset: int  # base offset of the first batch returned (the fetch offset when empty)
+    high_watermark: int
+    log_start_offset: int
+    log_end_offset: int
+
+    @property
+    def size(self) -> int:
+        return self.region.size if self.region else 0
+
+    def read(self) -> bytes:
+        return self.region.read() if self.region else b""
+
+
+class PartitionLog:
+    """Segments of one partition; all methods run on the event loop thread except fsyncs."""
+
+    def __init__(
+        self,
+        directory: Path,
+        config: LogConfig,
+        segments: list[LogSegment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        executor: Executor | None = None,
+        recovery: RecoveryStats | None = None,
+    ) -> None:
+        self.directory = directory
+        self.topic, _, partition = directory.name.rpartition("-")
+        self.partition = int(partition) if partition.isdigit() else -1
+        self.config = config
+        self.segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self.log_start_offset = max(log_start_offset, segments[0].base_offset)
+        self.recovery_point = max(min(recovery_point, self.log_end_offset), self.segments[0].base_offset)
+        self.recovery = recovery or RecoveryStats()
+        self.last_flush_ms = now_ms()
+        self._rolls = 0
+        self._synced_rolls = 0
+        self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
+        self._commit = GroupCommit(self._plan_flush, self._on_durable, lambda: self.recovery_point, executor)
+
+    @classmethod
+    def open(
+        cls,
+        directory: Path | str,
+        config: LogConfig | None = None,
+        *,
+        log_start_offset: int = 0,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+        executor: Executor | None = None,
+    ) -> PartitionLog:
+        """Open (creating it if needed) a partition directory, recovering it after an unclean stop."""
+        directory = Path(directory)
+        config = config or LogConfig()
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            segments, stats = load_segments(
+                directory,
+                config,
+                log_start_offset=log_start_offset,
+                recovery_point=recovery_point,
+                clean_shutdown=clean_shutdown,
+            )
+        except OSError as error:
+            raise KafkaStorageError(f"{directory}: load failed: {error}") from error
+        # a clean stop flushed everything; a recovery fsynced what it scanned, and the rest was durable
+        return cls(
+            directory,
+            config,
+            segments,
+            log_start_offset=log_start_offset,
+            recovery_point=segments[-1].next_offset,
+            executor=executor,
+            recovery=stats,
+        )
+
+    # -- offsets -------------------------------------------------------
+    @property
+    def active_segment(self) -> LogSegment:
+        return self.segments[-1]
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.segments[-1].next_offset
+
+    @property
+    def high_watermark(self) -> int:
+        """Single replica: every appended batch is replicated, so HW = LEO."""
+        return self.segments[-1].next_offset
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self.segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self.log_end_offset - self.recovery_point
+
+    def _segment_for(self, offset: int) -> int:
+        return max(0, bisect_right(self._bases, offset) - 1)
+
+    # -- append --------------------------------------------------------
+    @_storage_errors
+    def append(self, buffer: bytearray, *, leader_epoch: int = 0, now: int | None = None) -> AppendInfo:
+        """Assign offsets to the batches in `buffer` (rewritten in place) and write them.
+
+        The data is in the file (the OS page cache) when this returns; durability
+        is `wait_for_ack`'s business. Raises RecordTooLargeError, InvalidRecordError
+        (malformed buffer) or KafkaStorageError (nothing of the buffer is then readable).
+        """
+        now = now_ms() if now is None else now
+        append_time = now if self.config.log_append_time else -1
+        batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
+        segment = self._maybe_roll(len(buffer), len(batches), next_offset - 1, now)
+        base_offset = self.log_end_offset
+        segment.append(buffer, batches)
+        flush_required = self.unflushed_messages >= self.config.flush_messages
+        if flush_required and _running_loop() is not None:
+            self._commit.flush_in_background(self.log_end_offset)
+        return AppendInfo(
+            base_offset, next_offset - 1, append_time, self.log_start_offset, max_timestamp, flush_required
+        )
+
+    def _assign_offsets(
+        self, buffer: bytearray, leader_epoch: int, append_time: int
+    ) -> tuple[list[AppendedBatch], int, int]:
+        offset = self.log_end_offset
+        batches: list[AppendedBatch] = []
+        max_timestamp = -1
+        position = 0
+        limit = min(self.config.max_message_bytes, self.config.segment_bytes)
+        while position < len(buffer):
+            batch = RecordBatch(buffer, position)
+            if batch.size > limit:
+                raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds the limit of {limit}")
+            batch.set_base_offset(offset)
+            batch.set_partition_leader_epoch(leader_epoch)
+            if append_time >= 0:
+                batch.set_log_append_time(append_time)
+            batches.append(AppendedBatch(position, batch.size, offset, batch.last_offset, batch.max_timestamp))
+            max_timestamp = max(max_timestamp, batch.max_timestamp)
+            offset = batch.next_offset
+            position += batch.size
+        if not batches:
+            raise InvalidRecordError("no record batch to append")
+        return batches, offset, max_timestamp
+
+    def _maybe_roll(self, size: int, entries: int, last_offset: int, now: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.size == 0:
+            return segment
+        if (
+            segment.size + size > self.config.segment_bytes
+            or now - segment.created_ms > self.config.segment_ms
+            or segment.index_room() < entries
+            or last_offset - segment.base_offset > MAX_RELATIVE_OFFSET
+        ):
+            return self.roll()
+        return segment
+
+    @_storage_errors
+    def roll(self) -> LogSegment:
+        """Start a new active segment at the log end offset (a no-op when the active one is empty)."""
+        active = self.active_segment
+        if active.size == 0:
+            return active
+        base = self.log_end_offset
+        segment = LogSegment.create(self.directory, base, self.config)
+        active.on_become_inactive()
+        self.segments.append(segment)
+        self._bases.append(base)
+        self._rolls += 1
+        log.info("segment_rolled", topic=self.topic, partition=self.partition, base_offset=base)
+        if _running_loop() is not None:
+            self._commit.flush_in_background(base)  # like Kafka: flush the finished segment soon
+        return segment
+
+    # -- durability ----------------------------------------------------
+    def _plan_flush(self) -> FlushPlan:
+        directory = self.directory if self._rolls > self._synced_rolls else None
+        plan = plan_flush(self.segments, self.recovery_point, self.log_end_offset, directory)
+        plan.rolls = self._rolls
+        return plan
+
+    def _on_durable(self, plan: FlushPlan) -> None:
+        plan.complete()
+        self._synced_rolls = max(self._synced_rolls, plan.rolls)
+        self.recovery_point = max(self.recovery_point, plan.target_offset)
+        self.last_flush_ms = now_ms()
+
+    async def flush(self, offset: int | None = None) -> None:
+        """Return once everything below `offset` (default: the log end offset) is fsynced (group commit)."""
+        await self._commit.flush(self.log_end_offset if offset is None else min(offset, self.log_end_offset))
+
+    def flush_sync(self) -> None:
+        """fsync everything now, in this thread (no asynchronous flush may be in flight)."""
+        self._commit.flush_now()
+
+    async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
+        """Return when `info`'s append may be acknowledged: after an fsync when the config asks for one."""
+        if info.flush_required or (acks == -1 and self.config.fsync_before_ack):
+            await self.flush(info.last_offset + 1)
+
+    # -- reads ---------------------------------------------------------
+    def _check_offset(self, offset: int) -> None:
+        if offset < self.log_start_offset or offset > self.log_end_offset:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.log_end_offset)
+
+    @_storage_errors
+    def read(
+        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> LogReadResult:
+        """Whole batches from the one holding `fetch_offset`, up to `max_bytes` (but always one
+        batch when `min_one_batch`), below `max_offset` (default: the high watermark), from one
+        segment. Raises OffsetOutOfRangeError outside [log start offset, log end offset]."""
+        self._check_offset(fetch_offset)
+        bound = self.high_watermark if max_offset is None else min(max_offset, self.high_watermark)
+        i = self._segment_for(fetch_offset)
+        while fetch_offset < bound and i < len(self.segments):
+            segment = self.segments[i]
+            if segment.base_offset >= bound:
+                break
+            next_base = self._bases[i + 1] if i + 1 < len(self._bases) else self.log_end_offset
+            max_position = segment.size if bound >= next_base else segment.position_of(bound)
+            found = segment.read(fetch_offset, max_bytes, max_position, min_one_batch)
+            if found is not None:
+                first, size = found
+                return self._result(FileRegion(segment.fd, first.position, size), first.base_offset)
+            i += 1
+        return self._result(None, fetch_offset)
+
+    def _result(self, region: FileRegion | None, first_offset: int) -> LogReadResult:
+        return LogReadResult(region, first_offset, self.high_watermark, self.log_start_offset, self.log_end_offset)
+
+    @_storage_errors
+    def fetch_offset_by_timestamp(self, timestamp: int) -> TimestampAndOffset | None:
+        """ListOffsets: EARLIEST/LATEST/MAX_TIMESTAMP or the first offset whose timestamp >= `timestamp`.
+
+        None when no record qualifies (the caller answers offset -1).
+        """
+        if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            return TimestampAndOffset(-1, self.log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampAndOffset(-1, self.high_watermark)
+        if timestamp == MAX_TIMESTAMP:
+            return self._max_timestamp_offset()
+        if timestamp < 0:
+            return None
+        for i, segment in enumerate(self.segments):
+            if i + 1 < len(self._bases) and self._bases[i + 1] <= self.log_start_offset:
+                continue
+            start = max(segment.base_offset, self.log_start_offset)
+            header = segment.find_by_timestamp(timestamp, start)
+            if header is not None:
+                return self._exact_offset(segment, header, timestamp, start)
+        return None
+
+    def _max_timestamp_offset(self) -> TimestampAndOffset | None:
+        best: LogSegment | None = None
+        for i, segment in enumerate(self.segments):
+            if i + 1 < len(self._bases) and self._bases[i + 1] <= self.log_start_offset:
+                continue
+            segment.ensure_indexes()
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        header = best.find_batch(best.offset_of_max_timestamp)
+        if header is None:
+            return None
+        return self._exact_offset(best, header, best.max_timestamp, self.log_start_offset)
+
+    def _exact_offset(self, segment: LogSegment, header: BatchHeader, timestamp: int, start: int) -> TimestampAndOffset:
+        """The first record of the batch at or after `start` with a timestamp >= `timestamp`."""
+        batch = RecordBatch(segment.pread(header.position, header.size))
+        try:
+            for record in batch.records():
+                if record.offset >= start and record.timestamp >= timestamp:
+                    return TimestampAndOffset(record.timestamp, record.offset)
+        except InvalidRecordError as error:
+            log.warning("timestamp_lookup_undecodable", topic=self.topic, partition=self.partition, error=str(error))
+        return TimestampAndOffset(header.max_timestamp, max(header.base_offset, start))
+
+    # -- log start offset and retention --------------------------------
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: advance the log start offset to `offset` (-1: the high watermark); return it."""
+        if offset == -1:
+            offset = self.high_watermark
+        if offset < 0 or offset > self.high_watermark:
+            raise OffsetOutOfRangeError(offset, self.log_start_offset, self.high_watermark)
+        if offset > self.log_start_offset:
+            self.log_start_offset = offset
+            log.info("log_start_offset_advanced", topic=self.topic, partition=self.partition, offset=offset)
+        return self.log_start_offset
+
+    @_storage_errors
+    def delete_old_segments(self, now: int | None = None) -> int:
+        """Delete whole segments below the log start offset or past retention.ms / retention.bytes,
+        oldest first, never the active one; return the bytes released."""
+        now = now_ms() if now is None else now
+        config = self.config
+        excess = self.size_in_bytes - config.retention_bytes if config.retention_bytes >= 0 else -1
+        count = 0
+        for i, segment in enumerate(self.segments[:-1]):
+            below_start = self._bases[i + 1] <= self.log_start_offset
+            expired = (
+                config.delete_enabled
+                and config.retention_ms >= 0
+                and (now - segment.largest_timestamp() > config.retention_ms)
+            )
+            oversize = config.delete_enabled and config.retention_bytes >= 0 and excess - segment.size >= 0
+            if not (below_start or expired or oversize):
+                break
+            excess -= segment.size
+            count += 1
+        return self._delete_segments(count, now)
+
+    def _delete_segments(self, count: int, now: int) -> int:
+        if count == 0:
+            return 0
+        doomed, self.segments = self.segments[:count], self.segments[count:]
+        del self._bases[:count]
+        released = 0
+        for segment in doomed:
+            segment.mark_deleted()
+            released += segment.size
+            self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+        self.log_start_offset = max(self.log_start_offset, self._bases[0])
+        self.recovery_point = max(self.recovery_point, self._bases[0])
+        log.info(
+            "segments_deleted",
+            topic=self.topic,
+            partition=self.partition,
+            segments=count,
+            bytes=released,
+            log_start_offset=self.log_start_offset,
+        )
+        return released
+
+    def purge_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
+        """Close and remove segments deleted more than file.delete.delay.ms ago; return how many."""
+        if self._commit.in_flight and not force:
+            return 0
+        now = now_ms() if now is None else now
+        due = [(t, s) for t, s in self._deleted if force or t <= now]
+        self._deleted = [(t, s) for t, s in self._deleted if not (force or t <= now)]
+        for _, segment in due:
+            segment.destroy()
+        return len(due)
+
+    # -- lifecycle -----------------------------------------------------
+    def update_config(self, config: LogConfig) -> None:
+        self.config = config
+        for segment in self.segments:
+            segment.config = config
+
+    @property
+    def flush_in_flight(self) -> bool:
+        return self._commit.in_flight
+
+    def release_files(self) -> None:
+        """Close every fd without writing or removing anything (the files were moved, or a crash is simulated)."""
+        for segment in self.segments:
+            segment.close()
+        for _, segment in self._deleted:
+            segment.close()
+        self._deleted = []
+
+    async def idle(self) -> None:
+        """Wait for any flush in flight."""
+        await self._commit.idle()
+
+    async def shutdown(self) -> None:
+        """Flush everything, then close (orderly stop)."""
+        await self.idle()
+        await self.flush()
+        self.close()
+
+    def close(self) -> None:
+        """Write pending index entries and close every file (no fsync: flush first for that)."""
+        if self._commit.in_flight:
+            raise RuntimeError("close with a flush in flight; await idle() first")
+        for segment in self.segments:
+            if segment.indexes_loaded and not segment.closed:
+                try:
+                    segment.write_indexes(fsync=False)
+                except OSError as error:
+                    log.warning("index_write_failed", segment=str(segment.log_path), error=str(error))
+            segment.close()
+        self.purge_deleted_segments(force=True)
+
+    def __repr__(self) -> str:
+        return (
+            f"PartitionLog({self.directory.name}, log_start_offset={self.log_start_offset}, "
+            f"log_end_offset={self.log_end_offset}, segments={len(self.segments)})"
+        )
+
+
+def _running_loop() -> Any:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None

@@ -1,0 +1,346 @@
+"""One segment: `<base offset>.log` plus its `.index` and `.timeindex`.
+
+The .log file holds record batches exactly as appended. `size` is the
+number of valid bytes: a read never looks past it, and an append writes at
+it with pwrite, so a failed write leaves nothing readable.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+import structlog
+
+from kbroker.log.config import LogConfig
+from kbroker.log.errors import KafkaStorageError
+from kbroker.log.index import IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
+from kbroker.log.scan import BatchHeader, InvalidBatchError, RecoveryScan, iter_headers
+
+log = structlog.get_logger(__name__)
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+TIME_INDEX_SUFFIX = ".timeindex"
+DELETED_SUFFIX = ".deleted"
+
+
+class SegmentCorruptError(KafkaStorageError):
+    """The log file itself (not just an index) is invalid outside a recovery scan."""
+
+
+class AppendedBatch(NamedTuple):
+    """A batch inside an append buffer: relative position, size, offsets, max timestamp."""
+
+    relative_position: int
+    size: int
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+
+
+class SegmentRecovery(NamedTuple):
+    bytes_scanned: int
+    bytes_truncated: int
+    reason: str | None
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _write_fully(fd: int, data: bytes | bytearray | memoryview, position: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, position)
+        view = view[written:]
+        position += written
+
+
+class LogSegment:
+    """A segment file and its indexes; the active one is the only one appended to."""
+
+    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, created_ms: int):
+        self.directory = directory
+        self.base_offset = base_offset
+        self.config = config
+        self.fd = fd
+        self.size = size
+        self.created_ms = created_ms
+        name = segment_name(base_offset)
+        self.log_path = directory / (name + LOG_SUFFIX)
+        self.offset_index = OffsetIndex(directory / (name + INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        self.time_index = TimeIndex(directory / (name + TIME_INDEX_SUFFIX), base_offset, config.segment_index_bytes)
+        self.indexes_loaded = False
+        self.indexes_durable = False  # index files fsynced with every entry (inactive segments)
+        self.next_offset = base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = base_offset
+        self.bytes_since_index_entry = 0
+        self.closed = False
+
+    # -- opening -------------------------------------------------------
+    @classmethod
+    def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+        """A new empty segment (any stale files with its name are replaced)."""
+        name = segment_name(base_offset)
+        for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
+            (directory / (name + suffix)).unlink(missing_ok=True)
+        fd = os.open(directory / (name + LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        segment = cls(directory, base_offset, config, fd, 0, now_ms())
+        segment.indexes_loaded = True
+        return segment
+
+    @classmethod
+    def open(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+        """An existing segment; its indexes load (and are checked) on first use."""
+        fd = os.open(directory / (segment_name(base_offset) + LOG_SUFFIX), os.O_RDWR)
+        segment = cls(directory, base_offset, config, fd, os.fstat(fd).st_size, now_ms())
+        segment.indexes_durable = True  # as found on disk; a rebuild clears this
+        return segment
+
+    # -- indexes -------------------------------------------------------
+    def ensure_indexes(self) -> None:
+        """Load and check the index files, or rebuild them from the log; learn the tail state."""
+        if self.indexes_loaded:
+            return
+        try:
+            self.offset_index.load(self.size)
+            self.time_index.load(self.base_offset + (1 << 32))
+            self._scan_tail()
+            self._verify_time_index()
+        except (IndexCorruptError, InvalidBatchError) as error:
+            log.warning("index_rebuild", segment=str(self.log_path), reason=str(error))
+            try:
+                self.rebuild_indexes()
+            except InvalidBatchError as log_error:
+                raise SegmentCorruptError(f"{self.log_path}: {log_error}") from log_error
+        self.indexes_loaded = True
+
+    def _scan_tail(self) -> None:
+        """Walk the headers after the last offset index entry to learn next offset and max timestamp."""
+        entry_offset, position = self.offset_index.last_entry()
+        last = self.time_index.last_entry()
+        self.max_timestamp, self.offset_of_max_timestamp = last if last else (-1, self.base_offset)
+        self.next_offset = self.base_offset
+        self.bytes_since_index_entry = self.size - position
+        for header in iter_headers(self.fd, position, self.size):
+            if header.position == position and position > 0 and header.base_offset != entry_offset:
+                raise IndexCorruptError(f"{self.offset_index.path.name}: last entry does not match the log")
+            if header.max_timestamp > self.max_timestamp:
+                self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.base_offset
+            self.next_offset = header.next_offset
+
+    def _verify_time_index(self) -> None:
+        last = self.time_index.last_entry()
+        if last is None:
+            return
+        timestamp, offset = last
+        header = self._find_batch(offset)
+        if header is None or header.base_offset != offset or header.max_timestamp != timestamp:
+            raise IndexCorruptError(f"{self.time_index.path.name}: last entry does not match the log")
+
+    def rebuild_indexes(self) -> None:
+        """Rebuild both indexes by walking every batch header of the log."""
+        self._reset_state()
+        for header in iter_headers(self.fd, 0, self.size):
+            self._track(header.position, header.size, header.base_offset, header.last_offset, header.max_timestamp)
+        self.write_indexes(fsync=False)
+
+    def _reset_state(self) -> None:
+        self.offset_index.reset()
+        self.time_index.reset()
+        self.next_offset = self.base_offset
+        self.max_timestamp = -1
+        self.offset_of_max_timestamp = self.base_offset
+        self.bytes_since_index_entry = 0
+        self.indexes_durable = False
+
+    def _track(self, position: int, size: int, base_offset: int, last_offset: int, max_timestamp: int) -> None:
+        if max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.offset_of_max_timestamp = max_timestamp, base_offset
+        if self.bytes_since_index_entry >= self.config.index_interval_bytes:
+            self.offset_index.append(base_offset, position)
+            if self.max_timestamp >= 0:
+                self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+            self.bytes_since_index_entry = 0
+        self.bytes_since_index_entry += size
+        self.next_offset = last_offset + 1
+
+    def write_indexes(self, fsync: bool) -> None:
+        """Write index entries not yet in the files (in the calling thread)."""
+        for index in (self.offset_index, self.time_index):
+            position, data = index.pending()
+            count = len(index)
+            if data or fsync or index.written == 0:
+                write_index_file(index.path, position, data, fsync)
+            index.mark_written(count)
+
+    def on_become_inactive(self) -> None:
+        """Record the final max timestamp and write the indexes (called on roll)."""
+        self.ensure_indexes()
+        self.indexes_durable = False
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.offset_of_max_timestamp)
+        try:
+            self.write_indexes(fsync=False)
+        except OSError as error:  # derived data: the next flush or a recovery writes it
+            log.warning("index_write_failed", segment=str(self.log_path), error=str(error))
+
+    # -- recovery ------------------------------------------------------
+    def recover(self, min_offset: int) -> SegmentRecovery:
+        """Check every batch (CRC, offsets >= min_offset), rebuild the indexes, cut at the first bad byte."""
+        self._reset_state()
+        scan = RecoveryScan(self.fd, 0, self.size, max(min_offset, self.base_offset))
+        for header in scan:
+            self._track(header.position, header.size, header.base_offset, header.last_offset, header.max_timestamp)
+        truncated = self.size - scan.valid_end
+        if truncated:
+            os.ftruncate(self.fd, scan.valid_end)
+            self.size = scan.valid_end
+        self.write_indexes(fsync=True)
+        os.fsync(self.fd)
+        self.indexes_loaded = True
+        self.indexes_durable = True
+        return SegmentRecovery(scan.valid_end, truncated, scan.error.reason if scan.error else None)
+
+    # -- append --------------------------------------------------------
+    def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:
+        """Write `data` (whole batches) at the end; on failure cut back and raise KafkaStorageError."""
+        position = self.size
+        try:
+            _write_fully(self.fd, data, position)
+        except OSError as error:
+            try:
+                os.ftruncate(self.fd, position)
+            except OSError as truncate_error:
+                raise KafkaStorageError(f"{self.log_path}: append failed ({error}), cut failed too") from truncate_error
+            raise KafkaStorageError(f"{self.log_path}: append failed: {error}") from error
+        self.size = position + len(data)
+        for batch in batches:
+            self._track(
+                position + batch.relative_position,
+                batch.size,
+                batch.base_offset,
+                batch.last_offset,
+                batch.max_timestamp,
+            )
+
+    def index_room(self) -> int:
+        """How many more index entries fit before the segment must roll."""
+        return min(
+            self.offset_index.max_entries - len(self.offset_index), self.time_index.max_entries - len(self.time_index)
+        )
+
+    # -- reads ---------------------------------------------------------
+    def _find_batch(self, offset: int) -> BatchHeader | None:
+        """Header of the first batch whose last offset is >= offset, or None."""
+        entry_offset, position = self.offset_index.lookup(offset)
+        for header in iter_headers(self.fd, position, self.size):
+            if header.position == position and position > 0 and header.base_offset != entry_offset:
+                raise IndexCorruptError(f"{self.offset_index.path.name}: entry {entry_offset} does not match the log")
+            if header.last_offset >= offset:
+                return header
+        return None
+
+    def find_batch(self, offset: int) -> BatchHeader | None:
+        """Header of the first batch whose last offset is >= offset, or None (past this segment)."""
+        self.ensure_indexes()
+        try:
+            return self._find_batch(offset)
+        except (IndexCorruptError, InvalidBatchError) as error:
+            log.warning("index_rebuild", segment=str(self.log_path), reason=str(error))
+        try:
+            self.rebuild_indexes()
+            return self._find_batch(offset)
+        except (IndexCorruptError, InvalidBatchError) as error:
+            raise SegmentCorruptError(f"{self.log_path}: unreadable: {error}") from error
+
+    def read(
+        self, offset: int, max_bytes: int, max_position: int, min_one_batch: bool
+    ) -> tuple[BatchHeader, int] | None:
+        """(first batch, byte count) of whole batches from the batch holding `offset`.
+
+        At most `max_bytes` unless the first batch alone is larger (then exactly that
+        batch when `min_one_batch`), never past `max_position`.
+        """
+        first = self.find_batch(offset)
+        limit = min(max_position, self.size)
+        if first is None or first.position >= limit:
+            return None
+        wanted_end = first.position + max(max_bytes, 0)
+        if wanted_end >= limit:
+            return first, limit - first.position
+        if first.end > wanted_end:
+            return (first, first.size) if min_one_batch else None
+        end = max(first.end, self.offset_index.floor_position(wanted_end))
+        try:
+            for header in iter_headers(self.fd, end, limit):
+                if header.end > wanted_end:
+                    break
+                end = header.end
+        except InvalidBatchError as error:
+            raise SegmentCorruptError(f"{self.log_path}: unreadable: {error}") from error
+        return first, end - first.position
+
+    def position_of(self, offset: int) -> int:
+        """File position of the batch holding `offset` (the size when past the end)."""
+        header = self.find_batch(offset)
+        return self.size if header is None else header.position
+
+    def find_by_timestamp(self, timestamp: int, start_offset: int) -> BatchHeader | None:
+        """The first batch at or after `start_offset` whose max timestamp is >= `timestamp`."""
+        self.ensure_indexes()
+        if self.max_timestamp < timestamp:
+            return None
+        first = self.find_batch(max(self.time_index.lookup_below(timestamp), start_offset))
+        if first is None:
+            return None
+        try:
+            for header in iter_headers(self.fd, first.position, self.size):
+                if header.max_timestamp >= timestamp and header.last_offset >= start_offset:
+                    return header
+        except InvalidBatchError as error:
+            raise SegmentCorruptError(f"{self.log_path}: unreadable: {error}") from error
+        return None
+
+    def largest_timestamp(self) -> int:
+        """Max record timestamp, or the file's modification time when no batch has one (retention)."""
+        self.ensure_indexes()
+        if self.max_timestamp > 0:
+            return self.max_timestamp
+        return os.fstat(self.fd).st_mtime_ns // 1_000_000
+
+    def pread(self, position: int, size: int) -> bytes:
+        return os.pread(self.fd, size, position)
+
+    # -- lifecycle -----------------------------------------------------
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            os.close(self.fd)
+
+    def mark_deleted(self) -> None:
+        """Rename the files to *.deleted; the fd stays open for readers until `destroy`."""
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            try:
+                path.rename(path.with_name(path.name + DELETED_SUFFIX))
+            except FileNotFoundError:
+                pass
+
+    def destroy(self) -> None:
+        """Close the fd and remove the files, renamed or not."""
+        self.close()
+        for path in (self.log_path, self.offset_index.path, self.time_index.path):
+            path.unlink(missing_ok=True)
+            path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size}, next_offset={self.next_offset})"
