@@ -251,7 +251,15 @@ class BrokerConfig:
         _reconcile_node_id(values, explicit)
         listen_ep = parse_endpoint(listen, "--listen") if listen else _listen_from(values)
         advertised_ep = _advertised_from(values, listen_ep, advertised_listener)
-        return cls(values, explicit, listen_ep, advertised_ep, _data_dir_from(values, data_dir))
+        directory = _data_dir_from(values, data_dir)
+        # Flags are static settings too: record them under Kafka's names so DescribeConfigs tells the truth.
+        if listen:
+            _record(values, explicit, "listeners", f"PLAINTEXT://{listen_ep}")
+        if advertised_listener:
+            _record(values, explicit, "advertised.listeners", f"PLAINTEXT://{advertised_ep}")
+        if data_dir is not None and str(data_dir):
+            _record(values, explicit, "log.dirs", str(directory))
+        return cls(values, explicit, listen_ep, advertised_ep, directory)
 
     # ----- property access
 
@@ -287,7 +295,8 @@ class BrokerConfig:
 
     @property
     def explicit(self) -> Mapping[str, str]:
-        """The properties given explicitly, as the raw strings given."""
+        """The properties set explicitly, as raw strings: config file, --config, and the flags
+        --listen, --advertised-listener, --data-dir (recorded as listeners, advertised.listeners, log.dirs)."""
         return dict(self._explicit)
 
     @property
@@ -307,7 +316,11 @@ class BrokerConfig:
         advertised = self.advertised
         if advertised.port == 0:
             advertised = Endpoint(advertised.host, port)
-        return BrokerConfig(self._values, self._explicit, Endpoint(self.listen.host, port), advertised, self.data_dir)
+        listen = Endpoint(self.listen.host, port)
+        values, explicit = dict(self._values), dict(self._explicit)
+        if self.listen.port == 0 and "listeners" in explicit:
+            _record(values, explicit, "listeners", f"PLAINTEXT://{listen}")
+        return BrokerConfig(values, explicit, listen, advertised, self.data_dir)
 
     # ----- topic-level defaults
 
@@ -397,6 +410,11 @@ def _parse_all(explicit: Mapping[str, str]) -> dict[str, Value | None]:
             raise ConfigError(f"unknown broker config {name!r}{hint}")
         values[name] = prop.parse(raw)
     return values
+
+
+def _record(values: dict[str, Value | None], explicit: dict[str, str], name: str, raw: str) -> None:
+    values[name] = BROKER_PROPERTIES[name].parse(raw)
+    explicit[name] = raw
 
 
 def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]) -> None:

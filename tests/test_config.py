@@ -347,6 +347,17 @@ def test_with_listen_port_fills_a_derived_port_zero() -> None:
     assert fixed.advertised == Endpoint("h", 9000)
 
 
+def test_flags_are_reported_under_kafkas_names(tmp_path: Path) -> None:
+    config = BrokerConfig.build(listen="127.0.0.1:0", advertised_listener="h:9000", data_dir=tmp_path)
+    assert config.source("listeners") is ConfigSource.STATIC_BROKER_CONFIG
+    assert config.get("advertised.listeners") == "PLAINTEXT://h:9000"
+    assert config.get("log.dirs") == (str(tmp_path.resolve()),)
+    bound = config.with_listen_port(40999)
+    entries = {e.name: e.value for e in bound.broker_entries(["listeners", "advertised.listeners"])}
+    assert entries == {"listeners": "PLAINTEXT://127.0.0.1:40999", "advertised.listeners": "PLAINTEXT://h:9000"}
+    assert BrokerConfig.build().source("listeners") is ConfigSource.DEFAULT_CONFIG
+
+
 def test_data_dir_precedence(tmp_path: Path) -> None:
     a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
     props = {"log.dir": str(a), "log.dirs": str(b)}
