@@ -268,7 +268,8 @@ _SERVER = [
     _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
     _p("kbroker.fsync.before.ack", BOOL, False,
        "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
-       note="kbroker only; Kafka relies on replication and flush.messages/flush.ms instead."),
+       topic="kbroker.fsync.before.ack",
+       note="kbroker only (also a topic-level config); Kafka relies on replication and flush.messages/flush.ms."),
 ]
 
 _TOPICS = [
@@ -456,6 +457,8 @@ _TOPIC_LIST = [
        (Synonym("log.flush.interval.ms"), Synonym("log.flush.scheduler.interval.ms")), _NON_NEGATIVE),
     _t("index.interval.bytes", INT, "Bytes of log between two offset index entries.", _same("log.index.interval.bytes"),
        _NON_NEGATIVE),
+    _t("kbroker.fsync.before.ack", BOOL, "kbroker only: fsync before acknowledging acks=all produce requests.",
+       _same("kbroker.fsync.before.ack")),
     _t("max.compaction.lag.ms", LONG, "Most age of a record before it must be compacted.",
        _same("log.cleaner.max.compaction.lag.ms"), _POSITIVE),
     _t("max.message.bytes", INT, "Largest record batch accepted for this topic.", _same("message.max.bytes"),

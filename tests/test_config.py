@@ -471,3 +471,18 @@ def test_render_values() -> None:
     assert render_value(("compact", "delete")) == "compact,delete"
     assert render_value(None) is None
     assert render_value(()) == ""
+
+
+def test_fsync_before_ack_is_also_a_topic_default() -> None:
+    assert BrokerConfig.build().topic_defaults()["kbroker.fsync.before.ack"] == "false"
+    config = build(kbroker_fsync_before_ack="true")
+    assert config.fsync_before_ack is True
+    assert config.topic_defaults()["kbroker.fsync.before.ack"] == "true"
+
+
+def test_the_log_layer_accepts_every_topic_default() -> None:
+    from kbroker.log.config import LogConfig
+
+    config = build(log_retention_hours="1", log_segment_bytes="1048576", kbroker_fsync_before_ack="true")
+    log_config = LogConfig.from_properties(config.topic_defaults())
+    assert (log_config.retention_ms, log_config.segment_bytes, log_config.fsync_before_ack) == (3600000, 1048576, True)
