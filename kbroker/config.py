@@ -286,7 +286,7 @@ class BrokerConfig:
         return _typed(name, self.get(name), tuple)
 
     def is_set(self, name: str) -> bool:
-        """True when the property was given explicitly (config file or --config)."""
+        """True when the property was given explicitly (config file, --config, or its command-line flag)."""
         self.get(name)
         return name in self._explicit
 
