@@ -109,22 +109,26 @@ def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoverySta
     for i, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
             first = i
-    min_offset = 0
+    expected = None
     if first > 0:
         previous = segments[first - 1]
         previous.ensure_indexes()
-        min_offset = previous.next_offset
+        expected = previous.next_offset
     i = first
     while i < len(segments):
         segment = segments[i]
-        result = segment.recover(min_offset)
+        if expected is not None and segment.base_offset != expected:
+            stats.reason = f"segment {segment.base_offset} does not follow offset {expected}"
+            i -= 1
+            break
+        result = segment.recover()
         stats.segments_scanned += 1
         stats.bytes_scanned += result.bytes_scanned
         stats.bytes_truncated += result.bytes_truncated
         if result.reason is not None:
             stats.reason = result.reason
             break
-        min_offset = segment.next_offset
+        expected = segment.next_offset
         i += 1
     for segment in segments[i + 1 :]:
         stats.bytes_truncated += segment.size

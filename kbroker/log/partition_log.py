@@ -205,6 +205,8 @@ class PartitionLog:
         batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
         segment = self._maybe_roll(len(buffer), len(batches), next_offset - 1, now)
         base_offset = self.log_end_offset
+        if segment.size == 0:
+            segment.created_ms = now  # segment.ms counts from the first append
         segment.append(buffer, batches)
         flush_required = self.unflushed_messages >= self.config.flush_messages
         if flush_required and _running_loop() is not None:

@@ -80,18 +80,19 @@ def iter_headers(fd: int, start: int, end: int, chunk_size: int = HEADER_CHUNK) 
 
 
 class RecoveryScan:
-    """Validate batches from `start`: header, CRC-32C, offsets increasing.
+    """Validate batches from `start`: header, CRC-32C, offsets dense (the first batch
+    starts at `first_offset`, each next one where the previous ended).
 
     Iterate to get each valid batch; afterwards `valid_end` is the position of
     the first invalid byte (or `end`) and `error` says why the scan stopped.
     An OSError propagates: a failing disk is not a reason to cut the log.
     """
 
-    def __init__(self, fd: int, start: int, end: int, min_offset: int, chunk_size: int = RECOVERY_CHUNK) -> None:
+    def __init__(self, fd: int, start: int, end: int, first_offset: int, chunk_size: int = RECOVERY_CHUNK) -> None:
         self.fd = fd
         self.start = start
         self.end = end
-        self.min_offset = min_offset
+        self.first_offset = first_offset
         self.valid_end = start
         self.error: InvalidBatchError | None = None
         self._buffer = bytearray(max(chunk_size, HEADER_SIZE))
@@ -111,7 +112,7 @@ class RecoveryScan:
 
     def __iter__(self) -> Iterator[BatchHeader]:
         position = self.start
-        next_offset = self.min_offset
+        next_offset = self.first_offset
         unpack = HEADER.unpack_from
         try:
             while position < self.end:
@@ -129,8 +130,8 @@ class RecoveryScan:
                     relative = 0
                 if crc32c.crc32c(self._view[relative + CRC_START : relative + size]) != crc:
                     raise InvalidBatchError(position, "CRC-32C mismatch")
-                if base < next_offset:
-                    raise InvalidBatchError(position, f"base offset {base} is below the expected {next_offset}")
+                if base != next_offset:
+                    raise InvalidBatchError(position, f"base offset {base}, expected {next_offset}")
                 yield BatchHeader(position, size, base, base + delta, max_ts)
                 next_offset = base + delta + 1
                 position += size

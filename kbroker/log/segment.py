@@ -195,10 +195,10 @@ class LogSegment:
             log.warning("index_write_failed", segment=str(self.log_path), error=str(error))
 
     # -- recovery ------------------------------------------------------
-    def recover(self, min_offset: int) -> SegmentRecovery:
-        """Check every batch (CRC, offsets >= min_offset), rebuild the indexes, cut at the first bad byte."""
+    def recover(self) -> SegmentRecovery:
+        """Check every batch (CRC, dense offsets from the base offset), rebuild the indexes, cut at the first bad byte."""
         self._reset_state()
-        scan = RecoveryScan(self.fd, 0, self.size, max(min_offset, self.base_offset))
+        scan = RecoveryScan(self.fd, 0, self.size, self.base_offset)
         for header in scan:
             self._track(header.position, header.size, header.base_offset, header.last_offset, header.max_timestamp)
         truncated = self.size - scan.valid_end
