@@ -162,31 +162,35 @@ class ConfluentClient(Client):
         return result
 
     def create_topic(self, bootstrap: str, topic: str, partitions: int, configs: dict[str, str]) -> None:
-        futures = self._admin(bootstrap).create_topics([NewTopic(topic, partitions, 1, config=configs)])
-        _wait(futures[topic])
+        admin = self._admin(bootstrap)
+        _wait(admin.create_topics([NewTopic(topic, partitions, 1, config=configs)])[topic])
 
     def describe_topic(self, bootstrap: str, topic: str) -> TopicDescription:
-        metadata = self._admin(bootstrap).list_topics(topic=topic, timeout=20)
-        described = metadata.topics[topic]
+        admin = self._admin(bootstrap)
+        described = admin.list_topics(topic=topic, timeout=20).topics[topic]
         if described.error is not None:
             _raise(described.error)
         return TopicDescription(topic, sorted(described.partitions))
 
     def topic_configs(self, bootstrap: str, topic: str) -> dict[str, str]:
         resource = ConfigResource(ResourceType.TOPIC, topic)
-        entries = _wait(self._admin(bootstrap).describe_configs([resource])[resource])
+        admin = self._admin(bootstrap)
+        entries = _wait(admin.describe_configs([resource])[resource])
         return {name: str(entry.value) for name, entry in entries.items()}
 
     def alter_config(self, bootstrap: str, topic: str, key: str, value: str) -> None:
         entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
         resource = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[entry])
-        _wait(self._admin(bootstrap).incremental_alter_configs([resource])[resource])
+        admin = self._admin(bootstrap)
+        _wait(admin.incremental_alter_configs([resource])[resource])
 
     def create_partitions(self, bootstrap: str, topic: str, total: int) -> None:
-        _wait(self._admin(bootstrap).create_partitions([NewPartitions(topic, total)])[topic])
+        admin = self._admin(bootstrap)
+        _wait(admin.create_partitions([NewPartitions(topic, total)])[topic])
 
     def delete_topic(self, bootstrap: str, topic: str) -> None:
-        _wait(self._admin(bootstrap).delete_topics([topic])[topic])
+        admin = self._admin(bootstrap)
+        _wait(admin.delete_topics([topic])[topic])
 
     def list_offset(self, bootstrap: str, topic: str, partition: int, spec: Spec) -> int:
         if spec == "earliest":
@@ -196,13 +200,13 @@ class ConfluentClient(Client):
         else:
             wire = OffsetSpec.for_timestamp(int(spec))
         tp = TopicPartition(topic, partition)
-        futures = self._admin(bootstrap).list_offsets({tp: wire})
-        return int(_wait(futures[tp]).offset)
+        admin = self._admin(bootstrap)  # must outlive the future
+        return int(_wait(admin.list_offsets({tp: wire})[tp]).offset)
 
     def delete_records(self, bootstrap: str, topic: str, partition: int, before: int) -> int:
         tp = TopicPartition(topic, partition, before)
-        futures = self._admin(bootstrap).delete_records([tp])
-        return int(_wait(futures[tp]).offset)
+        admin = self._admin(bootstrap)  # must outlive the future
+        return int(_wait(admin.delete_records([tp])[tp]).low_watermark)
 
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         producer = Producer({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True})
@@ -226,7 +230,7 @@ def _header(value: object) -> bytes | None:
 
 
 def _consumed(message: Message) -> Consumed:
-    _, timestamp = message.timestamp()
+    timestamp = int(message.timestamp()[1])
     return Consumed(
         partition=_position(message)[0],
         offset=_position(message)[1],
