@@ -87,7 +87,7 @@ def parse_versions(text: str | None) -> VersionRange:
     return VersionRange(int(text), int(text))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Struct:
     fields: tuple[Field, ...]
 
@@ -98,7 +98,7 @@ class Struct:
 FieldType = Union[str, Struct, list]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Field:
     name: str
     type: str  # primitive name, "[]T", "struct" or "[]struct"
@@ -137,9 +137,12 @@ def _type_default(type_name: str) -> Any:
         return ZERO_UUID
     if type_name == "float64":
         return 0.0
-    if type_name == "struct":
-        return None
     return 0
+
+
+def struct_default(struct: Struct) -> dict[str, Any]:
+    """A struct with every field at its default, as Kafka's no-argument constructor makes it."""
+    return {f.name: (dict(f.default) if isinstance(f.default, dict) else f.default) for f in struct.fields}
 
 
 def F(
@@ -168,7 +171,7 @@ def F(
         if element not in PRIMITIVES:
             raise ValueError(f"unknown type {type_name!r} for field {name}")
     if default is MISSING:
-        default = _type_default(type_name)
+        default = struct_default(struct) if type_name == "struct" and struct is not None else _type_default(type_name)
     return Field(
         name=name,
         type=type_name,
@@ -181,7 +184,7 @@ def F(
     )
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Message:
     """One request or response schema, covering all its versions."""
 
