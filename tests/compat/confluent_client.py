@@ -234,8 +234,8 @@ def _consumed(message: Message) -> Consumed:
     return Consumed(
         partition=_position(message)[0],
         offset=_position(message)[1],
-        key=message.key(),
-        value=message.value(),
-        headers=tuple((str(k), _header(v)) for k, v in message.headers() or []),
+        key=_header(message.key()),
+        value=_header(message.value()),
+        headers=tuple((str(h[0]), _header(h[1])) for h in message.headers() or []),
         timestamp=timestamp,
     )
