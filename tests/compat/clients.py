@@ -44,6 +44,7 @@ CAPABILITIES = (
     "consume.position",  # report the consumer position after consuming
     "consume.reset_none",  # auto.offset.reset=none reports OFFSET_OUT_OF_RANGE
     "long_poll",  # a consume call can wait on an empty partition while another client produces
+    "list_offsets.no_match",  # list_offset reports ListOffsets' -1 when no record has a late enough timestamp
     *BASE_OP_APIS,
     "compression.gzip",
     "compression.snappy",

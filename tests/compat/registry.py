@@ -13,12 +13,13 @@ JAVA_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare
 GO_BINARY = DRIVERS / "go" / "bin" / "franzgo-driver"
 NODE_SCRIPT = DRIVERS / "node" / "driver.js"
 
-# Capabilities no JVM/Go driver lacks; kept here to show each client's gaps in one place.
 KAFKAJS_MISSING = {
     "compression.snappy": "kafkajs ships only gzip; snappy needs a third-party codec package",
     "compression.lz4": "kafkajs ships only gzip; lz4 needs a third-party codec package",
     "compression.zstd": "kafkajs ships only gzip; zstd needs a third-party codec package",
     "consume.reset_none": "kafkajs has no auto.offset.reset=none",
+    "partitions_for": "kafkajs has no metadata call that may auto-create a topic (only a produce does)",
+    "list_offsets.no_match": "kafkajs replaces ListOffsets' -1 (no record late enough) by the high watermark",
 }
 GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetFetch", "OffsetCommit")
 
@@ -68,6 +69,8 @@ def _kafkajs() -> Client | str:
             # kafkajs consumers always join a group, even to read assigned partitions.
             "consume": ("Metadata", "Fetch", "ListOffsets", *GROUP_APIS),
             "alter_config": ("Metadata", "AlterConfigs"),
+            # kafkajs does not return the new low watermark; the driver asks ListOffsets for it.
+            "delete_records": ("Metadata", "DeleteRecords", "ListOffsets"),
         },
     )
 
