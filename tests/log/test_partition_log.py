@@ -289,3 +289,26 @@ def test_stored_bytes_are_the_clients(log):
     assert stored == bytes(sent)
     assert stored[17:] == bytes(original[17:])  # everything from the CRC on is untouched
     assert RecordBatch(stored).is_valid()
+
+
+def test_ack_waits_for_an_fsync_covering_the_batch(tmp_path, monkeypatch):
+    synced = {}  # fd -> file size when fdatasync returned
+    real = os.fdatasync
+
+    def recording(fd):
+        real(fd)
+        synced[fd] = max(synced.get(fd, 0), os.fstat(fd).st_size)
+
+    monkeypatch.setattr(os, "fdatasync", recording)
+    log = PartitionLog.open(tmp_path / "t-0", LogConfig(fsync_before_ack=True, segment_bytes=3000))
+
+    async def scenario():
+        for i in range(40):
+            info = log.append(make_batch(2, 100, seed=i))
+            segment = log.active_segment
+            await log.wait_for_ack(info, acks=-1)
+            assert synced.get(segment.fd, 0) >= segment.size
+        assert len(log.segments) > 3
+
+    asyncio.run(scenario())
+    log.close()
