@@ -1,0 +1,61 @@
+"""The broker's state shared by every handler: configuration, identity, logs."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import structlog
+
+from kbroker.config import BrokerConfig
+from kbroker.handlers.registry import Handler
+from kbroker.log import LogConfig, LogManager
+from kbroker.log.checkpoint import write_atomically
+
+log = structlog.get_logger(__name__)
+
+META_PROPERTIES = "meta.properties"
+
+
+@dataclass(eq=False)
+class Broker:
+    config: BrokerConfig
+    logs: LogManager
+    handlers: dict[int, Handler]
+    cluster_id: str = ""
+    started_at_ms: int = 0
+    extensions: dict[str, object] = field(default_factory=dict)
+
+    @property
+    def node_id(self) -> int:
+        return self.config.node_id
+
+    @property
+    def advertised_host(self) -> str:
+        return self.config.advertised.host
+
+    @property
+    def advertised_port(self) -> int:
+        return self.config.advertised.port
+
+
+def new_log_manager(config: BrokerConfig) -> LogManager:
+    return LogManager(config.data_dir, LogConfig.from_properties(config.topic_defaults()))
+
+
+def load_cluster_id(data_dir: Path, node_id: int) -> str:
+    """The cluster id kept in <data-dir>/meta.properties, created on first start (as Kafka's storage format does)."""
+    path = data_dir / META_PROPERTIES
+    if path.exists():
+        for line in path.read_text().splitlines():
+            key, _, value = line.partition("=")
+            if key.strip() == "cluster.id" and value.strip():
+                return value.strip()
+    cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    data_dir.mkdir(parents=True, exist_ok=True)
+    text = f"# written by kbroker\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
+    write_atomically(path, text.encode())
+    log.info("cluster_id_created", cluster_id=cluster_id, path=str(path))
+    return cluster_id

@@ -1,0 +1,21 @@
+"""What a handler sees of one request: its header, version, the broker and the connection."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+
+
+@dataclass(slots=True)
+class RequestContext:
+    broker: Broker
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    connection_id: int
+    client_host: str
+    log: Any  # a structlog logger bound with connection, client, api and correlation id

@@ -1,0 +1,1 @@
+"""One module per Kafka API; each declares its version range with @handles."""

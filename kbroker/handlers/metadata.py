@@ -1,0 +1,107 @@
+"""Metadata (3): brokers, cluster id, controller, and topics with their partitions.
+
+A single node leads every partition with leader epoch 0. Missing topics are
+created when the request allows it (always below v4) and auto.create.topics.enable
+is on; as in Kafka, a topic created by this request is answered with
+LEADER_NOT_AVAILABLE and the client asks again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.log import InvalidTopicError, TopicExistsError
+from kbroker.log.metadata import validate_topic_name
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+LEADER_EPOCH = 0
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+
+
+@handles(ApiKey.METADATA, "0-12")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    broker = ctx.broker
+    requested = request["topics"]
+    if requested is None or (ctx.api_version == 0 and not requested):
+        names = sorted(broker.logs.topics())
+        topics = [topic_metadata(ctx, name) for name in names]
+    else:
+        allow_create = ctx.api_version < 4 or request["allow_auto_topic_creation"]
+        topics = [_requested_topic(ctx, t, allow_create) for t in requested]
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [
+            {"node_id": broker.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
+        ],
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "topics": topics,
+        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: bool) -> dict[str, Any]:
+    name = topic["name"]
+    if name is None:
+        return _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, "", topic["topic_id"])
+    if ctx.broker.logs.topic(name) is not None:
+        return topic_metadata(ctx, name)
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return _topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    if not (allow_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
+        return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    return auto_create(ctx, name)
+
+
+def auto_create(ctx: RequestContext, name: str) -> dict[str, Any]:
+    partitions = ctx.broker.config.get_int("num.partitions")
+    try:
+        ctx.broker.logs.create_topic(name, partitions)
+    except TopicExistsError:
+        return topic_metadata(ctx, name)
+    except InvalidTopicError:
+        return _topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    ctx.log.info("topic_auto_created", topic=name, partitions=partitions)
+    return _topic_error(ErrorCode.LEADER_NOT_AVAILABLE, name)
+
+
+def topic_metadata(ctx: RequestContext, name: str) -> dict[str, Any]:
+    meta = ctx.broker.logs.topic(name)
+    if meta is None:
+        return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
+    node = ctx.broker.node_id
+    return {
+        "error_code": 0,
+        "name": name,
+        "topic_id": meta.topic_id.bytes,
+        "is_internal": name.startswith("__"),
+        "partitions": [
+            {
+                "error_code": 0,
+                "partition_index": index,
+                "leader_id": node,
+                "leader_epoch": LEADER_EPOCH,
+                "replica_nodes": [node],
+                "isr_nodes": [node],
+                "offline_replicas": [],
+            }
+            for index in range(meta.partitions)
+        ],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _topic_error(code: int, name: str, topic_id: bytes = b"\x00" * 16) -> dict[str, Any]:
+    return {
+        "error_code": int(code),
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }

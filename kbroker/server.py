@@ -1,0 +1,107 @@
+"""The broker process: load the logs, listen, serve, and stop in order.
+
+Shutdown (SIGTERM/SIGINT): stop accepting, let in-flight requests finish for a
+short while, close connections, flush the logs and write the clean-shutdown
+marker so the next start skips recovery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import time
+from typing import Any
+
+import structlog
+
+from kbroker.broker import Broker, load_cluster_id, new_log_manager
+from kbroker.config import BrokerConfig
+from kbroker.connection import Connection, ConnectionRegistry
+from kbroker.handlers.registry import load_handlers
+
+log = structlog.get_logger("kbroker.server")
+
+SHUTDOWN_GRACE_SECONDS = 5.0
+
+
+def run(config: BrokerConfig) -> int:
+    """Serve until SIGTERM or SIGINT; returns the process exit code."""
+    try:
+        import uvloop
+
+        runner: Any = uvloop.run
+    except ImportError:  # pragma: no cover - uvloop is a dependency, but stay runnable without it
+        runner = asyncio.run
+    try:
+        return int(runner(serve(config)))
+    except OSError as exc:
+        log.error("broker_failed", error=str(exc))
+        return 1
+
+
+async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> int:
+    begin = time.monotonic()
+    loop = asyncio.get_running_loop()
+    handlers = load_handlers()
+    logs = new_log_manager(config)
+    cluster_id = load_cluster_id(config.data_dir, config.node_id)
+    logs.startup()
+    broker = Broker(
+        config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
+    )
+    registry = ConnectionRegistry(
+        max_connections=config.get_int("max.connections"),
+        idle_ms=config.get_int("connections.max.idle.ms"),
+    )
+    server = await loop.create_server(
+        lambda: Connection(broker, registry),
+        host=config.listen.host,
+        port=config.listen.port,
+        backlog=config.get_int("socket.listen.backlog.size"),
+        reuse_address=True,
+    )
+    bound_port = server.sockets[0].getsockname()[1]
+    if config.listen.port == 0:
+        config = config.with_listen_port(bound_port)
+        broker.config = config
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    duties = [
+        loop.create_task(logs.run(), name="log-duties"),
+        loop.create_task(_close_idle(registry), name="idle-connections"),
+    ]
+    log.info(
+        "broker_started",
+        listen=f"{config.listen.host}:{bound_port}",
+        advertised=str(config.advertised),
+        data_dir=str(config.data_dir),
+        cluster_id=cluster_id,
+        node_id=config.node_id,
+        clean_start=logs.had_clean_shutdown,
+        apis=len(handlers),
+        startup_ms=round((time.monotonic() - begin) * 1000, 1),
+    )
+    if started is not None:
+        started.set()
+    await stop.wait()
+    log.info("broker_stopping", connections=len(registry.connections))
+    server.close()
+    conns = list(registry.connections)
+    await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
+    for conn in conns:
+        conn.close("broker shutting down", level="debug")
+    for task in duties:
+        task.cancel()
+    await asyncio.gather(*duties, return_exceptions=True)
+    await logs.shutdown()
+    log.info("broker_stopped")
+    return 0
+
+
+async def _close_idle(registry: ConnectionRegistry) -> None:
+    while True:
+        await asyncio.sleep(max(1.0, min(30.0, registry.idle_ms / 10000)))
+        registry.close_idle()
