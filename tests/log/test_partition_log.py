@@ -312,3 +312,16 @@ def test_ack_waits_for_an_fsync_covering_the_batch(tmp_path, monkeypatch):
 
     asyncio.run(scenario())
     log.close()
+
+
+def test_corrupt_log_on_read_keeps_the_log_end(log):
+    fill(log, 10)
+    path = log.active_segment.log_path
+    data = bytearray(path.read_bytes())
+    data[16] = 7  # the first batch's magic
+    path.write_bytes(data)
+    log.active_segment.offset_index.reset()  # force a walk from the start
+    with pytest.raises(KafkaStorageError):
+        log.read(0, 100)
+    assert log.log_end_offset == 30
+    assert log.append(make_batch()).base_offset == 30
