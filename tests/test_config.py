@@ -180,7 +180,7 @@ def test_broker_entries_exclude_ignored_properties_and_are_read_only() -> None:
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({}, 604800000),
+        ({}, 1209600000)  # kbroker: two weeks by default,
         ({"log.retention.hours": "24"}, 86400000),
         ({"log.retention.minutes": "5", "log.retention.hours": "24"}, 300000),
         ({"log.retention.ms": "1000", "log.retention.minutes": "5", "log.retention.hours": "24"}, 1000),
@@ -243,7 +243,7 @@ def test_topic_entries_report_sources_and_synonyms() -> None:
     assert (retention.value, retention.source) == ("300000", ConfigSource.STATIC_BROKER_CONFIG)
     assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
         ("log.retention.minutes", "5", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.hours", "168", ConfigSource.DEFAULT_CONFIG),
+        ("log.retention.hours", "336", ConfigSource.DEFAULT_CONFIG),
     ]
     segment = entries["segment.bytes"]
     assert (segment.value, segment.source) == ("2097152", ConfigSource.TOPIC_CONFIG)
