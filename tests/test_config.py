@@ -180,7 +180,7 @@ def test_broker_entries_exclude_ignored_properties_and_are_read_only() -> None:
 @pytest.mark.parametrize(
     ("props", "expected"),
     [
-        ({}, 1209600000)  # kbroker: two weeks by default,
+        ({}, 1209600000),  # kbroker: two weeks by default
         ({"log.retention.hours": "24"}, 86400000),
         ({"log.retention.minutes": "5", "log.retention.hours": "24"}, 300000),
         ({"log.retention.ms": "1000", "log.retention.minutes": "5", "log.retention.hours": "24"}, 1000),
