@@ -1,7 +1,8 @@
 """Walking the batches of a segment file without decoding records.
 
 `iter_headers` reads batch headers only (reads, lookups, clean loads);
-`RecoveryScan` also checks each batch's CRC-32C and offsets (recovery).
+`scan_and_index` walks a whole segment, checking each batch's CRC-32C and
+offsets and rebuilding its indexes (recovery, index rebuilds).
 Both read the file in large chunks so the per-batch cost stays a few
 Python operations.
 """
@@ -9,8 +10,10 @@ Python operations.
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterator
-from typing import NamedTuple
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol
 
 import crc32c
 
@@ -79,62 +82,94 @@ def iter_headers(fd: int, start: int, end: int, chunk_size: int = HEADER_CHUNK) 
         position += size
 
 
-class RecoveryScan:
-    """Validate batches from `start`: header, CRC-32C, offsets dense (the first batch
-    starts at `first_offset`, each next one where the previous ended).
+# the header fields a scan needs: base offset, length, magic, CRC, last offset delta, max timestamp
+_SCAN_HEADER = struct.Struct(">qi4xbI2xi8xq")
 
-    Iterate to get each valid batch; afterwards `valid_end` is the position of
-    the first invalid byte (or `end`) and `error` says why the scan stopped.
+
+class _Indexes(Protocol):
+    def append(self, offset: int, position: int) -> None: ...
+
+
+class _TimeIndexes(Protocol):
+    def maybe_append(self, timestamp: int, offset: int) -> None: ...
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """Where a scan stopped and the segment state it learned."""
+
+    valid_end: int  # position of the first invalid byte, or the end
+    next_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    bytes_since_index_entry: int
+    error: InvalidBatchError | None
+
+
+def scan_and_index(
+    fd: int,
+    end: int,
+    base_offset: int,
+    index_interval: int,
+    offset_index: _Indexes,
+    time_index: _TimeIndexes,
+    verify_crc: bool = True,
+    chunk_size: int = RECOVERY_CHUNK,
+) -> ScanResult:
+    """Walk a whole segment, checking every batch (header, CRC-32C when `verify_crc`,
+    dense offsets from `base_offset`) and filling empty indexes as appends would.
+
+    One tight loop, large preads: recovery's cost per batch is a few Python operations.
     An OSError propagates: a failing disk is not a reason to cut the log.
     """
+    buffer = bytearray(max(chunk_size, HEADER_SIZE))
+    view = memoryview(buffer)
+    buffer_start = buffer_len = 0
+    position = since = 0
+    next_offset = offset_of_max = base_offset
+    max_timestamp = -1
+    unpack = _SCAN_HEADER.unpack_from
+    crc_of = crc32c.crc32c
+    error = None
 
-    def __init__(self, fd: int, start: int, end: int, first_offset: int, chunk_size: int = RECOVERY_CHUNK) -> None:
-        self.fd = fd
-        self.start = start
-        self.end = end
-        self.first_offset = first_offset
-        self.valid_end = start
-        self.error: InvalidBatchError | None = None
-        self._buffer = bytearray(max(chunk_size, HEADER_SIZE))
-        self._view = memoryview(self._buffer)
-        self._buffer_start = start
-        self._buffer_len = 0
+    def refill(at: int, need: int) -> int:
+        nonlocal buffer, view, buffer_start, buffer_len
+        if need > len(buffer):
+            buffer = bytearray(need)
+            view = memoryview(buffer)
+        buffer_start = at
+        buffer_len = os.preadv(fd, [view[: min(len(buffer), end - at)]], at)
+        return buffer_len
 
-    def _fill(self, position: int, size: int) -> int:
-        """Read at least `size` bytes at `position` into the buffer; return how many were read."""
-        if size > len(self._buffer):
-            self._buffer = bytearray(size)
-            self._view = memoryview(self._buffer)
-        want = min(len(self._buffer), self.end - position)
-        read = os.preadv(self.fd, [self._view[:want]], position)
-        self._buffer_start, self._buffer_len = position, read
-        return read
-
-    def __iter__(self) -> Iterator[BatchHeader]:
-        position = self.start
-        next_offset = self.first_offset
-        unpack = HEADER.unpack_from
-        try:
-            while position < self.end:
-                relative = position - self._buffer_start
-                if relative + HEADER_SIZE > self._buffer_len:
-                    if self._fill(position, HEADER_SIZE) < HEADER_SIZE:
-                        raise InvalidBatchError(position, "truncated header")
-                    relative = 0
-                base, length, _epoch, magic, crc, _attrs, delta, _bts, max_ts, *_ = unpack(self._buffer, relative)
-                _check_header(position, self.end, magic, length, delta)
-                size = LOG_OVERHEAD + length
-                if relative + size > self._buffer_len:
-                    if self._fill(position, size) < size:
-                        raise InvalidBatchError(position, "truncated batch")
-                    relative = 0
-                if crc32c.crc32c(self._view[relative + CRC_START : relative + size]) != crc:
-                    raise InvalidBatchError(position, "CRC-32C mismatch")
-                if base != next_offset:
-                    raise InvalidBatchError(position, f"base offset {base}, expected {next_offset}")
-                yield BatchHeader(position, size, base, base + delta, max_ts)
-                next_offset = base + delta + 1
-                position += size
-                self.valid_end = position
-        except InvalidBatchError as error:
-            self.error = error
+    try:
+        while position < end:
+            relative = position - buffer_start
+            if relative + HEADER_SIZE > buffer_len:
+                if refill(position, HEADER_SIZE) < HEADER_SIZE:
+                    raise InvalidBatchError(position, "truncated header")
+                relative = 0
+            base, length, magic, crc, delta, batch_max_timestamp = unpack(buffer, relative)
+            size = LOG_OVERHEAD + length
+            if magic != 2 or length < _MIN_BATCH_LENGTH or position + size > end or delta < 0:
+                _check_header(position, end, magic, length, delta)
+            if relative + size > buffer_len:
+                if refill(position, size) < size:
+                    raise InvalidBatchError(position, "truncated batch")
+                relative = 0
+            if verify_crc and crc_of(view[relative + CRC_START : relative + size]) != crc:
+                raise InvalidBatchError(position, "CRC-32C mismatch")
+            if base != next_offset:
+                raise InvalidBatchError(position, f"base offset {base}, expected {next_offset}")
+            if batch_max_timestamp > max_timestamp:
+                max_timestamp, offset_of_max = batch_max_timestamp, base
+            if since >= index_interval:
+                offset_index.append(base, position)
+                if max_timestamp >= 0:
+                    time_index.maybe_append(max_timestamp, offset_of_max)
+                since = 0
+            since += size
+            next_offset = base + delta + 1
+            position += size
+    except InvalidBatchError as invalid:
+        error = invalid
+    return ScanResult(position, next_offset, max_timestamp, offset_of_max, since, error)

@@ -18,7 +18,7 @@ import structlog
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.index import IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
-from kbroker.log.scan import BatchHeader, InvalidBatchError, RecoveryScan, iter_headers
+from kbroker.log.scan import BatchHeader, InvalidBatchError, iter_headers, scan_and_index
 
 log = structlog.get_logger(__name__)
 
@@ -84,6 +84,7 @@ class LogSegment:
         self.max_timestamp = -1
         self.offset_of_max_timestamp = base_offset
         self.bytes_since_index_entry = 0
+        self._scan_end = 0
         self.closed = False
 
     # -- opening -------------------------------------------------------
@@ -148,20 +149,62 @@ class LogSegment:
             raise IndexCorruptError(f"{self.time_index.path.name}: last entry does not match the log")
 
     def rebuild_indexes(self) -> None:
-        """Rebuild both indexes by walking every batch header of the log."""
-        self._reset_state()
-        for header in iter_headers(self.fd, 0, self.size):
-            self._track(header.position, header.size, header.base_offset, header.last_offset, header.max_timestamp)
-        self.write_indexes(fsync=False)
+        """Rebuild both indexes by walking every batch header of the log; all or nothing."""
+        saved = self._save_state()
+        try:
+            error = self._scan(verify_crc=False)
+            if error is not None:
+                raise error
+        except BaseException:
+            self._restore_state(saved)
+            raise
+        try:
+            self.write_indexes(fsync=False)
+        except OSError as write_error:  # derived data: written again at the next flush or close
+            log.warning("index_write_failed", segment=str(self.log_path), error=str(write_error))
 
-    def _reset_state(self) -> None:
-        self.offset_index.reset()
-        self.time_index.reset()
-        self.next_offset = self.base_offset
-        self.max_timestamp = -1
-        self.offset_of_max_timestamp = self.base_offset
-        self.bytes_since_index_entry = 0
+    def _scan(self, verify_crc: bool) -> InvalidBatchError | None:
+        """Fresh indexes and tail state from a walk of the whole file; the error that stopped it."""
+        self.offset_index = OffsetIndex(self.offset_index.path, self.base_offset, self.config.segment_index_bytes)
+        self.time_index = TimeIndex(self.time_index.path, self.base_offset, self.config.segment_index_bytes)
         self.indexes_durable = False
+        result = scan_and_index(
+            self.fd,
+            self.size,
+            self.base_offset,
+            self.config.index_interval_bytes,
+            self.offset_index,
+            self.time_index,
+            verify_crc=verify_crc,
+        )
+        self.next_offset = result.next_offset
+        self.max_timestamp = result.max_timestamp
+        self.offset_of_max_timestamp = result.offset_of_max_timestamp
+        self.bytes_since_index_entry = result.bytes_since_index_entry
+        self._scan_end = result.valid_end
+        return result.error
+
+    def _save_state(self) -> tuple:
+        return (
+            self.offset_index,
+            self.time_index,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.bytes_since_index_entry,
+            self.indexes_durable,
+        )
+
+    def _restore_state(self, saved: tuple) -> None:
+        (
+            self.offset_index,
+            self.time_index,
+            self.next_offset,
+            self.max_timestamp,
+            self.offset_of_max_timestamp,
+            self.bytes_since_index_entry,
+            self.indexes_durable,
+        ) = saved
 
     def _track(self, position: int, size: int, base_offset: int, last_offset: int, max_timestamp: int) -> None:
         if max_timestamp > self.max_timestamp:
@@ -197,19 +240,17 @@ class LogSegment:
     # -- recovery ------------------------------------------------------
     def recover(self) -> SegmentRecovery:
         """Check every batch (CRC, dense offsets from the base offset), rebuild the indexes, cut at the first bad byte."""
-        self._reset_state()
-        scan = RecoveryScan(self.fd, 0, self.size, self.base_offset)
-        for header in scan:
-            self._track(header.position, header.size, header.base_offset, header.last_offset, header.max_timestamp)
-        truncated = self.size - scan.valid_end
+        error = self._scan(verify_crc=True)
+        valid_end = self._scan_end
+        truncated = self.size - valid_end
         if truncated:
-            os.ftruncate(self.fd, scan.valid_end)
-            self.size = scan.valid_end
+            os.ftruncate(self.fd, valid_end)
+            self.size = valid_end
         self.write_indexes(fsync=True)
         os.fsync(self.fd)
         self.indexes_loaded = True
         self.indexes_durable = True
-        return SegmentRecovery(scan.valid_end, truncated, scan.error.reason if scan.error else None)
+        return SegmentRecovery(valid_end, truncated, error.reason if error else None)
 
     # -- append --------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:
