@@ -5,6 +5,7 @@ Usage from the command line::
 
     scripts/kafka_ref.py fetch            # resolve the jars into the cache and print the classpath dir
     scripts/kafka_ref.py run --port 19092  # run until Ctrl-C / SIGTERM
+    scripts/kafka_ref.py exec -- CMD ...   # run CMD with KBROKER_BOOTSTRAP set to a fresh Kafka, then stop it
 
 From Python::
 
@@ -237,16 +238,35 @@ def running_kafka(port: int | None = None) -> Iterator[KafkaRef]:
         yield kafka
 
 
+def exec_against_kafka(port: int | None, command: list[str]) -> int:
+    """Start Kafka, run ``command`` with KBROKER_BOOTSTRAP pointing at it, stop Kafka; the command's exit code."""
+    if command and command[0] == "--":
+        command = command[1:]
+    if not command:
+        raise SystemExit("exec needs a command")
+    started = time.monotonic()
+    with KafkaRef(port=port) as kafka:
+        print(f"Apache Kafka {kafka.version} on {kafka.bootstrap} (started in {time.monotonic() - started:.1f}s)")
+        sys.stdout.flush()
+        env = {**os.environ, "KBROKER_BOOTSTRAP": kafka.bootstrap}
+        return subprocess.run(command, env=env).returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="resolve the Kafka jars into the cache")
     run = sub.add_parser("run", help="run a single-node Kafka until interrupted")
     run.add_argument("--port", type=int, default=19092)
+    run_command = sub.add_parser("exec", help="run a command against a fresh Kafka (KBROKER_BOOTSTRAP is set)")
+    run_command.add_argument("--port", type=int, default=None)
+    run_command.add_argument("argv", nargs=argparse.REMAINDER)
     args = parser.parse_args(argv)
     if args.command == "fetch":
         print(ensure_jars())
         return 0
+    if args.command == "exec":
+        return exec_against_kafka(args.port, args.argv)
     kafka = KafkaRef(port=args.port, log_path=Path("/dev/stderr"))
     stop = False
 
