@@ -83,9 +83,9 @@ class KcatClient(Client):
             args += ["-p", str(partition)]
         if null_value:
             args.append("-Z")
-        for key, value in records[0].headers:
-            args += ["-H", f"{key}={(value or b'').decode()}"]
-        lines = []
+        for name, header in records[0].headers:
+            args += ["-H", f"{name}={(header or b'').decode()}"]
+        lines: list[bytes] = []
         for r in records:
             key = b"" if r.key is None else r.key + KEY_SEP
             lines.append(key + (r.value or b""))
