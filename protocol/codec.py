@@ -277,7 +277,7 @@ def _array_codec(
             raise DecodeError(f"invalid array length {count}")
         if count > len(buf) - pos:
             raise DecodeError(f"array of {count} elements cannot fit in {len(buf) - pos} bytes")
-        items = []
+        items: list[Any] = []
         append = items.append
         for _ in range(count):
             item, pos = dec_el(buf, pos)

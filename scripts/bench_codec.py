@@ -12,12 +12,11 @@ import argparse
 import statistics
 import time
 
-from protocol.codec import decode, encode_into
+from protocol.codec import decode, encode, encode_into
 from protocol.headers import RequestHeader, encode_request_header, read_request_header_prefix, skip_tagged_fields
 from protocol.primitives import Writer
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.schema import REQUESTS, RESPONSES
-from protocol.codec import encode
 
 
 def produce_frame(batch: bytes, version: int) -> bytearray:
@@ -91,12 +90,14 @@ def main() -> None:
         for version in (7, 9):
             frame = produce_frame(batch, version)
             us = per_op_us(lambda f=frame, v=version: decode_produce(f, v), args.iterations, args.runs)
-            print(f"{'decode Produce v%d (header + body)' % version:44} {label:>6} {us:8.2f}")
+            name = f"decode Produce v{version} (header + body)"
+            print(f"{name:44} {label:>6} {us:8.2f}")
         chunks = [batch[i : i + 64 * 1024] for i in range(0, len(batch), 64 * 1024)] if size > 64 * 1024 else [batch]
         for version in (11, 12):
             response = fetch_response(chunks)
             us = per_op_us(lambda r=response, v=version: encode_fetch(r, v), args.iterations, args.runs)
-            print(f"{'encode Fetch v%d response' % version:44} {label:>6} {us:8.2f}")
+            name = f"encode Fetch v{version} response"
+            print(f"{name:44} {label:>6} {us:8.2f}")
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ and as objects:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 INF = 0x7FFF
 
@@ -95,7 +95,7 @@ class Struct:
         object.__setattr__(self, "fields", tuple(fields))
 
 
-FieldType = Union[str, Struct, list]
+FieldType = str | Struct | list
 
 
 @dataclass(frozen=True, eq=False)
