@@ -125,7 +125,7 @@ class PartitionLog:
         self.recovery_point = max(min(recovery_point, self.log_end_offset), self.segments[0].base_offset)
         self.recovery = recovery or RecoveryStats()
         self.last_flush_ms = now_ms()
-        self._rolls = 0
+        self._rolls = 1  # the first flush also fsyncs the directory (a new segment file may be in it)
         self._synced_rolls = 0
         self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
         self._commit = GroupCommit(self._plan_flush, self._on_durable, lambda: self.recovery_point, executor)
@@ -468,6 +468,7 @@ class PartitionLog:
         """Flush everything, then close (orderly stop)."""
         await self.idle()
         await self.flush()
+        self.active_segment.write_indexes(fsync=True)  # a clean start trusts them
         self.close()
 
     def close(self) -> None:

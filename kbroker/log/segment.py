@@ -182,6 +182,7 @@ class LogSegment:
         self.offset_of_max_timestamp = result.offset_of_max_timestamp
         self.bytes_since_index_entry = result.bytes_since_index_entry
         self._scan_end = result.valid_end
+        self.indexes_loaded = True
         return result.error
 
     def _save_state(self) -> tuple:
@@ -193,6 +194,7 @@ class LogSegment:
             self.offset_of_max_timestamp,
             self.bytes_since_index_entry,
             self.indexes_durable,
+            self.indexes_loaded,
         )
 
     def _restore_state(self, saved: tuple) -> None:
@@ -204,6 +206,7 @@ class LogSegment:
             self.offset_of_max_timestamp,
             self.bytes_since_index_entry,
             self.indexes_durable,
+            self.indexes_loaded,
         ) = saved
 
     def _track(self, position: int, size: int, base_offset: int, last_offset: int, max_timestamp: int) -> None:
@@ -219,6 +222,8 @@ class LogSegment:
 
     def write_indexes(self, fsync: bool) -> None:
         """Write index entries not yet in the files (in the calling thread)."""
+        if not self.indexes_loaded:
+            return  # the files on disk are all there is
         for index in (self.offset_index, self.time_index):
             position, data = index.pending()
             count = len(index)
@@ -248,7 +253,6 @@ class LogSegment:
             self.size = valid_end
         self.write_indexes(fsync=True)
         os.fsync(self.fd)
-        self.indexes_loaded = True
         self.indexes_durable = True
         return SegmentRecovery(valid_end, truncated, error.reason if error else None)
 
