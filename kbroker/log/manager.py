@@ -350,14 +350,14 @@ class LogManager:
         while True:
             await asyncio.sleep(self.flush_check_interval_ms / 1000)
             now = now_ms()
-            await self.flush_due(now)
-            if now >= next_retention:
-                self.run_retention(now)
-                next_retention = now + self.retention_check_interval_ms
-            self.purge_deleted(now)
-            if now >= next_checkpoint:
-                try:
+            try:
+                await self.flush_due(now)
+                if now >= next_retention:
+                    next_retention = now + self.retention_check_interval_ms
+                    self.run_retention(now)
+                self.purge_deleted(now)
+                if now >= next_checkpoint:
+                    next_checkpoint = now + self.checkpoint_interval_ms
                     await loop.run_in_executor(self.executor, self.write_checkpoints, self.checkpoint_offsets())
-                except OSError as error:
-                    log.error("checkpoint_failed", error=str(error))
-                next_checkpoint = now + self.checkpoint_interval_ms
+            except (OSError, KafkaStorageError) as error:  # the duties go on; the next round retries
+                log.error("log_manager_duty_failed", error=str(error))
