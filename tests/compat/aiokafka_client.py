@@ -95,8 +95,8 @@ class AiokafkaClient(Client):
                 ]
                 out = []
                 for future in futures:
-                    metadata = await future
-                    out.append((metadata.partition, metadata.offset))
+                    metadata = await future  # None for acks=0
+                    out.append((-1, -1) if metadata is None else (metadata.partition, metadata.offset))
                 return out
             finally:
                 await producer.stop()

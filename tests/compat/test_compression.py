@@ -6,6 +6,7 @@ import pytest
 
 from tests.compat.support import Compat, assert_dense, now_ms
 from tests.compat.test_produce_consume import check_round_trip, make_records
+from tests.compat.wire import CODECS, fetch_batches
 
 COUNT = 200
 
@@ -21,3 +22,8 @@ def test_compression_round_trip(compat: Compat, codec: str) -> None:
     assert result.error is None, result.error_message
     assert_dense(result.records)
     check_round_trip(records, produced, result.records, start_ms)
+    # The batches are stored as the client compressed them (topic compression.type=producer): a client that
+    # silently stopped compressing (old librdkafka's version checks) fails here.
+    batches = fetch_batches(compat.bootstrap, topic)
+    assert sum(count for _, count, _ in batches) == COUNT
+    assert {CODECS[codec_id] for _, _, codec_id in batches} == {codec}

@@ -1,0 +1,52 @@
+"""The suite's own machinery, without a broker: skips name what is missing, drivers answer errors as JSON."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.compat.apiversions import API_KEYS
+from tests.compat.clients import Client
+from tests.compat.support import Compat
+
+EVERYTHING = {key: (0, 20) for key in API_KEYS.values()}
+
+
+def test_missing_api_skips_with_its_name() -> None:
+    advertised = {k: v for k, v in EVERYTHING.items() if k not in (API_KEYS["Produce"], API_KEYS["InitProducerId"])}
+    compat = Compat("127.0.0.1:1", advertised, Client(name="x", op_apis={"produce": ("Produce", "InitProducerId")}))
+    with pytest.raises(pytest.skip.Exception, match="broker does not implement InitProducerId, Produce yet"):
+        compat.need(ops=("produce",))
+
+
+def test_missing_capability_skips_with_the_clients_reason() -> None:
+    compat = Compat("127.0.0.1:1", EVERYTHING, Client(name="x", missing={"compression.lz4": "no codec"}))
+    with pytest.raises(pytest.skip.Exception, match="x cannot do compression.lz4: no codec"):
+        compat.need(ops=("produce",), caps=("compression.lz4",))
+
+
+def test_everything_present_does_not_skip() -> None:
+    Compat("127.0.0.1:1", EVERYTHING, Client(name="x")).need(ops=("produce", "consume"), caps=("acks.0",))
+
+
+def test_absent_client_skips_with_install_hint() -> None:
+    compat = Compat("127.0.0.1:1", EVERYTHING, "kcat is not installed: run scripts/install_clients")
+    with pytest.raises(pytest.skip.Exception, match="run scripts/install_clients"):
+        compat.need()
+
+
+@pytest.mark.parametrize("name", ["java-3.9", "java-4", "franz-go", "kafkajs"])
+def test_driver_reports_errors_as_json_with_nonzero_exit(name: str) -> None:
+    import json
+    import subprocess
+
+    from tests.compat.driver_client import DriverClient
+    from tests.compat.registry import FACTORIES
+
+    driver = FACTORIES[name]()
+    if not isinstance(driver, DriverClient):
+        pytest.skip(str(driver))
+    done = subprocess.run([*driver.command, "no_such_op", "{}"], capture_output=True, timeout=60)
+    assert done.returncode == 1
+    answer = json.loads(done.stdout)
+    assert answer["ok"] is False
+    assert "no_such_op" in answer["error"]["message"]

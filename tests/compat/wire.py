@@ -1,0 +1,60 @@
+"""Look at what a broker stores, below the clients: a hand-encoded Fetch v4 returning the raw record batches."""
+
+from __future__ import annotations
+
+import socket
+import struct
+
+from tests.compat.apiversions import API_KEYS, _read_exactly
+
+CODECS = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+
+
+def _string(text: str) -> bytes:
+    data = text.encode()
+    return struct.pack(">h", len(data)) + data
+
+
+def _fetch_request(topic: str, partition: int, offset: int) -> bytes:
+    header = struct.pack(">hhi", API_KEYS["Fetch"], 4, 7) + _string("kbroker-compat-wire")
+    # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, then one topic with one partition.
+    body = struct.pack(">iiiib", -1, 500, 1, 8 << 20, 0) + struct.pack(">i", 1) + _string(topic)
+    body += struct.pack(">iiqi", 1, partition, offset, 8 << 20)
+    return header + body
+
+
+def fetch_batches(bootstrap: str, topic: str, partition: int = 0, offset: int = 0) -> list[tuple[int, int, int]]:
+    """(base offset, record count, codec id) of each record batch a Fetch v4 returns from ``offset``."""
+    host, port = bootstrap.rsplit(":", 1)
+    request = _fetch_request(topic, partition, offset)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(struct.pack(">i", len(request)) + request)
+        (size,) = struct.unpack(">i", _read_exactly(sock, 4))
+        body = _read_exactly(sock, size)
+    pos = 4 + 4  # correlation id, throttle time
+    (topics,) = struct.unpack_from(">i", body, pos)
+    assert topics == 1, f"expected one topic in the Fetch answer, got {topics}"
+    (name_len,) = struct.unpack_from(">h", body, pos + 4)
+    pos += 4 + 2 + name_len + 4  # topic name, partition count (one)
+    _, error, _, _ = struct.unpack_from(">ihqq", body, pos)
+    assert error == 0, f"Fetch error {error}"
+    pos += 4 + 2 + 8 + 8
+    (aborted,) = struct.unpack_from(">i", body, pos)
+    pos += 4 + max(aborted, 0) * 16
+    (records_len,) = struct.unpack_from(">i", body, pos)
+    pos += 4
+    return _batches(body[pos : pos + max(records_len, 0)])
+
+
+def _batches(records: bytes) -> list[tuple[int, int, int]]:
+    out = []
+    pos = 0
+    while pos + 61 <= len(records):
+        base_offset, length = struct.unpack_from(">qi", records, pos)
+        if pos + 12 + length > len(records):
+            break  # a truncated last batch is allowed
+        (attributes,) = struct.unpack_from(">h", records, pos + 21)
+        (count,) = struct.unpack_from(">i", records, pos + 57)
+        out.append((base_offset, count, attributes & 0x7))
+        pos += 12 + length
+    return out
