@@ -63,7 +63,7 @@ def test_configs_lists_types_defaults_and_kbroker_differences() -> None:
     assert result.returncode == 0, result.stderr
     assert "group.initial.rebalance.delay.ms  (int, default 0" in result.stdout
     assert "Kafka's default is 3000" in result.stdout
-    assert "log.retention.hours  (int, default 168, topic config retention.ms)" in result.stdout
+    assert "log.retention.hours  (int, default 336, topic config retention.ms)" in result.stdout
     topic = run("configs", "--topic")
     assert "retention.ms  (long, default from log.retention.ms > log.retention.minutes > log.retention.hours" in (
         topic.stdout
