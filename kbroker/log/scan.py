@@ -62,6 +62,62 @@ def _check_header(position: int, end: int, magic: int, batch_length: int, last_o
         raise InvalidBatchError(position, f"last offset delta {last_offset_delta}")
 
 
+# the header fields a scan needs: base offset, length, magic, CRC, last offset delta, max timestamp
+_SCAN_HEADER = struct.Struct(">qi4xbI2xi8xq")
+
+
+def find_batch_from(fd: int, start: int, end: int, offset: int, start_base: int | None = None) -> BatchHeader | None:
+    """The first batch in [start, end) whose last offset is >= `offset` (None: none is).
+
+    `start` must be a batch boundary; with `start_base`, the batch there must have that
+    base offset (an index entry is checked this way). The read path's hot loop.
+    """
+    position = start
+    buffer = b""
+    buffer_start = start
+    unpack = _SCAN_HEADER.unpack_from
+    while position < end:
+        relative = position - buffer_start
+        if relative + HEADER_SIZE > len(buffer):
+            buffer = os.pread(fd, min(HEADER_CHUNK, end - position), position)
+            buffer_start, relative = position, 0
+            if len(buffer) < HEADER_SIZE:
+                raise InvalidBatchError(position, "truncated header")
+        base, length, magic, _crc, delta, max_timestamp = unpack(buffer, relative)
+        size = LOG_OVERHEAD + length
+        if magic != 2 or length < _MIN_BATCH_LENGTH or position + size > end or delta < 0:
+            _check_header(position, end, magic, length, delta)
+        if start_base is not None and position == start and base != start_base:
+            raise InvalidBatchError(position, f"base offset {base}, the index says {start_base}")
+        if base + delta >= offset:
+            return BatchHeader(position, size, base, base + delta, max_timestamp)
+        position += size
+    return None
+
+
+def last_batch_end(fd: int, start: int, end: int, wanted_end: int) -> int:
+    """Walking whole batches from boundary `start`, the last batch end at or before `wanted_end`."""
+    position = start
+    buffer = b""
+    buffer_start = start
+    unpack = _SCAN_HEADER.unpack_from
+    while position + HEADER_SIZE <= min(end, wanted_end):
+        relative = position - buffer_start
+        if relative + HEADER_SIZE > len(buffer):
+            buffer = os.pread(fd, min(HEADER_CHUNK, end - position), position)
+            buffer_start, relative = position, 0
+            if len(buffer) < HEADER_SIZE:
+                raise InvalidBatchError(position, "truncated header")
+        _base, length, magic, _crc, delta, _max_timestamp = unpack(buffer, relative)
+        size = LOG_OVERHEAD + length
+        if magic != 2 or length < _MIN_BATCH_LENGTH or position + size > end or delta < 0:
+            _check_header(position, end, magic, length, delta)
+        if position + size > wanted_end:
+            break
+        position += size
+    return position
+
+
 def iter_headers(fd: int, start: int, end: int, chunk_size: int = HEADER_CHUNK) -> Iterator[BatchHeader]:
     """Yield the header of each batch in [start, end); raise InvalidBatchError on a bad one."""
     position = start
@@ -80,10 +136,6 @@ def iter_headers(fd: int, start: int, end: int, chunk_size: int = HEADER_CHUNK) 
         size = LOG_OVERHEAD + length
         yield BatchHeader(position, size, base, base + delta, max_ts)
         position += size
-
-
-# the header fields a scan needs: base offset, length, magic, CRC, last offset delta, max timestamp
-_SCAN_HEADER = struct.Struct(">qi4xbI2xi8xq")
 
 
 class _Indexes(Protocol):

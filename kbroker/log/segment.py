@@ -18,7 +18,14 @@ import structlog
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.index import IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
-from kbroker.log.scan import BatchHeader, InvalidBatchError, iter_headers, scan_and_index
+from kbroker.log.scan import (
+    BatchHeader,
+    InvalidBatchError,
+    find_batch_from,
+    iter_headers,
+    last_batch_end,
+    scan_and_index,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -288,12 +295,7 @@ class LogSegment:
     def _find_batch(self, offset: int) -> BatchHeader | None:
         """Header of the first batch whose last offset is >= offset, or None."""
         entry_offset, position = self.offset_index.lookup(offset)
-        for header in iter_headers(self.fd, position, self.size):
-            if header.position == position and position > 0 and header.base_offset != entry_offset:
-                raise IndexCorruptError(f"{self.offset_index.path.name}: entry {entry_offset} does not match the log")
-            if header.last_offset >= offset:
-                return header
-        return None
+        return find_batch_from(self.fd, position, self.size, offset, entry_offset if position > 0 else None)
 
     def find_batch(self, offset: int) -> BatchHeader | None:
         """Header of the first batch whose last offset is >= offset, or None (past this segment)."""
@@ -325,12 +327,9 @@ class LogSegment:
             return first, limit - first.position
         if first.end > wanted_end:
             return (first, first.size) if min_one_batch else None
-        end = max(first.end, self.offset_index.floor_position(wanted_end))
+        start = max(first.end, self.offset_index.floor_position(wanted_end))
         try:
-            for header in iter_headers(self.fd, end, limit):
-                if header.end > wanted_end:
-                    break
-                end = header.end
+            end = last_batch_end(self.fd, start, limit, wanted_end)
         except InvalidBatchError as error:
             raise SegmentCorruptError(f"{self.log_path}: unreadable: {error}") from error
         return first, end - first.position
