@@ -10,6 +10,7 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   LogConfig(...)                                   Kafka topic settings, see config.py
   LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
+  from_broker_properties({"log.retention.hours": "48", ...}) -> LogConfig   broker-wide defaults
   to_properties(config) -> dict[str, str]
 
   LogManager(data_dir, default_config=None, *, executor=None, retention_check_interval_ms=300_000,
@@ -46,7 +47,7 @@ Errors (errors.py): KafkaStorageError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRange
 a malformed append buffer raises protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
 """
 
-from kbroker.log.config import LogConfig, to_properties
+from kbroker.log.config import LogConfig, from_broker_properties, to_properties
 from kbroker.log.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -88,5 +89,6 @@ __all__ = [
     "TopicExistsError",
     "TopicMetadata",
     "UnknownTopicOrPartitionError",
+    "from_broker_properties",
     "to_properties",
 ]

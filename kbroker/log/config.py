@@ -153,6 +153,44 @@ OTHER_TOPIC_CONFIGS = frozenset(
 )
 
 
+#: Broker-level defaults (server.properties names) of each topic setting, by precedence.
+BROKER_PROPERTIES: dict[str, tuple[tuple[str, int], ...]] = {
+    "segment.bytes": (("log.segment.bytes", 1),),
+    "segment.ms": (("log.roll.ms", 1), ("log.roll.hours", 3_600_000)),
+    "retention.ms": (("log.retention.ms", 1), ("log.retention.minutes", 60_000), ("log.retention.hours", 3_600_000)),
+    "retention.bytes": (("log.retention.bytes", 1),),
+    "index.interval.bytes": (("log.index.interval.bytes", 1),),
+    "segment.index.bytes": (("log.index.size.max.bytes", 1),),
+    "flush.messages": (("log.flush.interval.messages", 1),),
+    "flush.ms": (("log.flush.interval.ms", 1),),
+    "max.message.bytes": (("message.max.bytes", 1),),
+    "message.timestamp.type": (("log.message.timestamp.type", 0),),
+    "cleanup.policy": (("log.cleanup.policy", 0),),
+    "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
+    "kbroker.fsync.before.ack": (("kbroker.fsync.before.ack", 0),),
+}
+
+
+def from_broker_properties(properties: Mapping[str, Any]) -> LogConfig:
+    """The broker-wide default LogConfig from server.properties names (log.retention.hours, ...).
+
+    As in Kafka, *.ms beats *.minutes beats *.hours; a negative retention means unlimited.
+    Names that are not log settings are ignored.
+    """
+    topic_properties: dict[str, Any] = {}
+    for topic_name, candidates in BROKER_PROPERTIES.items():
+        for broker_name, unit_ms in candidates:
+            if broker_name not in properties:
+                continue
+            raw = properties[broker_name]
+            if unit_ms > 1:
+                value = _long(-1 if topic_name == "retention.ms" else 1)(broker_name, raw)
+                raw = value if value < 0 else value * unit_ms
+            topic_properties[topic_name] = raw
+            break
+    return LogConfig.from_properties(topic_properties)
+
+
 def to_properties(config: LogConfig) -> dict[str, str]:
     """Every setting as a Kafka property name and string value (for DescribeConfigs)."""
     out: dict[str, str] = {}

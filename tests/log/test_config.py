@@ -1,6 +1,6 @@
 import pytest
 
-from kbroker.log.config import LONG_MAX, LogConfig, to_properties
+from kbroker.log.config import LONG_MAX, LogConfig, from_broker_properties, to_properties
 from kbroker.log.errors import InvalidConfigError
 
 
@@ -66,3 +66,24 @@ def test_to_properties_round_trips():
     properties = to_properties(config)
     assert properties["kbroker.fsync.before.ack"] == "true"
     assert LogConfig.from_properties(properties) == config
+
+
+def test_from_broker_properties():
+    config = from_broker_properties(
+        {
+            "log.retention.hours": "48",
+            "log.roll.hours": "1",
+            "log.segment.bytes": "1048576",
+            "message.max.bytes": "2000000",
+            "kbroker.fsync.before.ack": "true",
+            "num.network.threads": "3",
+        }
+    )
+    assert config.retention_ms == 48 * 3_600_000 and config.segment_ms == 3_600_000
+    assert config.segment_bytes == 1 << 20 and config.max_message_bytes == 2_000_000 and config.fsync_before_ack
+    assert from_broker_properties({"log.retention.ms": "5", "log.retention.hours": "1"}).retention_ms == 5
+    assert from_broker_properties({"log.retention.minutes": "2"}).retention_ms == 120_000
+    assert from_broker_properties({"log.retention.hours": "-1"}).retention_ms == -1
+    assert from_broker_properties({}) == LogConfig()
+    with pytest.raises(InvalidConfigError, match="log.retention.hours"):
+        from_broker_properties({"log.retention.hours": "two"})
