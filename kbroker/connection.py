@@ -10,14 +10,17 @@ responses leave in the order the requests came, as clients pipeline and expect.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import itertools
 import time
 from collections import deque
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from kbroker.context import RequestContext
+from kbroker.sendfile import has_file_chunks, materialize, write_chunks
 from protocol.api_keys import ApiKey, api_name
 from protocol.codec import decode, encode_into
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -167,10 +170,7 @@ class Connection(asyncio.BufferedProtocol):
         slot = _Slot()
         self._order.append(slot)
         if handler.is_async:
-            task = asyncio.get_running_loop().create_task(self._run_async(handler, ctx, body, slot))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            self._update_reading()
+            self._start_task(handler, ctx, handler.func(ctx, body), slot)
             return
         try:
             result = handler.func(ctx, body)
@@ -178,11 +178,20 @@ class Connection(asyncio.BufferedProtocol):
             result = self._error_response(handler, ctx, exc)
             if result is None:
                 return
+        if inspect.isawaitable(result):  # a plain handler that has to wait after all (long poll, fsync)
+            self._start_task(handler, ctx, result, slot)
+            return
         self._complete(slot, handler, ctx, result)
 
-    async def _run_async(self, handler: Handler, ctx: RequestContext, body: dict[str, Any], slot: _Slot) -> None:
+    def _start_task(self, handler: Handler, ctx: RequestContext, awaitable: Awaitable[Any], slot: _Slot) -> None:
+        task = asyncio.get_running_loop().create_task(self._run_async(handler, ctx, awaitable, slot))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        self._update_reading()
+
+    async def _run_async(self, handler: Handler, ctx: RequestContext, awaitable: Awaitable[Any], slot: _Slot) -> None:
         try:
-            result = await handler.func(ctx, body)
+            result = await awaitable
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -215,9 +224,20 @@ class Connection(asyncio.BufferedProtocol):
             writer = Writer()
             writer.write(encode_response_header(ctx.correlation_id, flexible))
             encode_into(writer, handler.response, version, result)
-            slot.chunks = [frame_prefix(len(writer)), *writer.finish()]
+            chunks = [frame_prefix(len(writer)), *writer.finish()]
+            if self._order[0] is not slot and has_file_chunks(chunks):
+                slot.chunks = self._materialize(chunks)  # file ranges must not outlive this callback
+            else:
+                slot.chunks = chunks
         slot.done = True
         self._flush()
+
+    def _materialize(self, chunks: list[Any]) -> list[Any] | None:
+        try:
+            return materialize(chunks)
+        except OSError as exc:
+            self.close(f"could not read the response's record batches: {exc}")
+            return None
 
     def _flush(self) -> None:
         order = self._order
@@ -225,7 +245,10 @@ class Connection(asyncio.BufferedProtocol):
         while order and order[0].done:
             slot = order.popleft()
             if slot.chunks is not None and transport is not None and not self.closing:
-                transport.writelines(slot.chunks)
+                try:
+                    write_chunks(transport, slot.chunks)
+                except OSError as exc:
+                    self.close(f"could not read the response's record batches: {exc}")
         self._update_reading()
 
     def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:

@@ -1,0 +1,49 @@
+"""DeleteRecords (21), versions 0-2: advance partitions' log start offsets.
+
+Offset -1 means the high watermark. An offset beyond the high watermark (or below
+-1) is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" is
+POLICY_VIOLATION, as in Kafka. The answer's low_watermark is the log start offset
+afterwards (-1 on error). Whole segments below it are removed by the log's
+periodic duties; reads stop at it at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+
+@handles(ApiKey.DELETE_RECORDS, "0-2")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = []
+    for topic in request["topics"]:
+        name = topic["name"]
+        partitions = [_delete(ctx, name, p["partition_index"], p["offset"]) for p in topic["partitions"]]
+        topics.append({"name": name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> dict[str, Any]:
+    log = ctx.broker.logs.get_log(topic, index)
+    if log is None:
+        return _answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if not log.config.delete_enabled:
+        return _answer(index, ErrorCode.POLICY_VIOLATION)
+    try:
+        low_watermark = log.delete_records(offset)
+    except OffsetOutOfRangeError:
+        return _answer(index, ErrorCode.OFFSET_OUT_OF_RANGE)
+    except KafkaStorageError as error:
+        ctx.log.error("delete_records_storage_error", topic=topic, partition=index, error=str(error))
+        return _answer(index, ErrorCode.KAFKA_STORAGE_ERROR)
+    ctx.log.info("records_deleted", topic=topic, partition=index, offset=offset, log_start_offset=low_watermark)
+    return _answer(index, ErrorCode.NONE, low_watermark)
+
+
+def _answer(index: int, code: ErrorCode, low_watermark: int = -1) -> dict[str, Any]:
+    return {"partition_index": index, "low_watermark": low_watermark, "error_code": int(code)}

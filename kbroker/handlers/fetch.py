@@ -1,0 +1,138 @@
+"""Fetch (1), versions 4-12: read record batches, long-polling until min_bytes or max_wait_ms.
+
+As in Kafka (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages):
+- every requested partition is in the answer, with its high watermark, last stable
+  offset (the high watermark until transactions exist), log start offset and, for
+  read_committed, an empty aborted-transactions list (null for read_uncommitted);
+- max_bytes bounds the whole response and partition_max_bytes each partition, but the
+  first partition with data returns at least one whole batch (KIP-74);
+- the answer is immediate when max_wait_ms <= 0, min_bytes is reached, or a partition
+  has an error; otherwise the fetch waits (kbroker.waiters) for appends or max_wait_ms,
+  then reads again;
+- fetch sessions (KIP-227) are refused: session_id is always 0, which every client
+  accepts as "full fetches only". A non-zero session id with a positive epoch names a
+  session that cannot exist: FETCH_SESSION_ID_NOT_FOUND; id 0 with a positive epoch:
+  INVALID_FETCH_SESSION_EPOCH.
+Batches go out as FileChunks (kbroker.sendfile): the connection sends them with
+os.sendfile, so the record bytes never pass through Python.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
+from kbroker.sendfile import FileChunk
+from kbroker.waiters import fetch_waiters
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+LEADER_EPOCH = 0
+READ_COMMITTED = 1
+NO_SESSION = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+
+
+@handles(ApiKey.FETCH, "4-12")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    session_error = _session_error(request["session_id"], request["session_epoch"])
+    if session_error is not None:
+        return {"throttle_time_ms": 0, "error_code": int(session_error), "session_id": NO_SESSION, "responses": []}
+    response, available, respond_now = read_partitions(ctx, request)
+    if respond_now or request["max_wait_ms"] <= 0 or available >= request["min_bytes"]:
+        return response
+    return _long_poll(ctx, request, request["min_bytes"] - available)
+
+
+def _session_error(session_id: int, epoch: int) -> ErrorCode | None:
+    if epoch in (INITIAL_EPOCH, FINAL_EPOCH):
+        return None  # a full fetch (a session request we decline, or a session's close)
+    if session_id == NO_SESSION:
+        return ErrorCode.INVALID_FETCH_SESSION_EPOCH
+    return ErrorCode.FETCH_SESSION_ID_NOT_FOUND
+
+
+async def _long_poll(ctx: RequestContext, request: dict[str, Any], missing: int) -> dict[str, Any]:
+    keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
+    await fetch_waiters(ctx.broker).wait(keys, missing, request["max_wait_ms"])
+    response, _, _ = read_partitions(ctx, request)
+    return response
+
+
+def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:
+    """(response, bytes read, whether a partition failed) for the request's partitions, in order."""
+    logs = ctx.broker.logs
+    limit = request["max_bytes"]
+    min_one_batch = True
+    total = 0
+    failed = False
+    aborted: list[Any] | None = [] if request["isolation_level"] == READ_COMMITTED else None
+    responses = []
+    for topic in request["topics"]:
+        name = topic["topic"]
+        partitions = []
+        for p in topic["partitions"]:
+            index = p["partition"]
+            log = logs.get_log(name, index)
+            code = _leader_epoch_error(p["current_leader_epoch"])
+            if log is None:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if code is not None:
+                partitions.append(_error(index, code))
+                failed = True
+                continue
+            assert log is not None
+            try:
+                result = log.read(p["fetch_offset"], min(p["partition_max_bytes"], limit), min_one_batch=min_one_batch)
+            except OffsetOutOfRangeError:
+                partitions.append(_error(index, ErrorCode.OFFSET_OUT_OF_RANGE))
+                failed = True
+                continue
+            except KafkaStorageError as error:
+                ctx.log.error("fetch_storage_error", topic=name, partition=index, error=str(error))
+                partitions.append(_error(index, ErrorCode.KAFKA_STORAGE_ERROR))
+                failed = True
+                continue
+            region = result.region
+            if region is not None:
+                total += region.size
+                limit = max(0, limit - region.size)
+                min_one_batch = False
+            partitions.append(
+                {
+                    "partition_index": index,
+                    "error_code": 0,
+                    "high_watermark": result.high_watermark,
+                    "last_stable_offset": result.high_watermark,
+                    "log_start_offset": result.log_start_offset,
+                    "aborted_transactions": aborted,
+                    "preferred_read_replica": -1,
+                    "records": FileChunk(region) if region is not None else b"",
+                }
+            )
+        responses.append({"topic": name, "partitions": partitions})
+    response = {"throttle_time_ms": 0, "error_code": 0, "session_id": NO_SESSION, "responses": responses}
+    return response, total, failed
+
+
+def _leader_epoch_error(requested: int) -> ErrorCode | None:
+    """A consumer's current_leader_epoch (v9+) checked against ours, as Kafka's leader does."""
+    if requested == -1 or requested == LEADER_EPOCH:
+        return None
+    return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def _error(index: int, code: ErrorCode) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "error_code": int(code),
+        "high_watermark": -1,
+        "last_stable_offset": -1,
+        "log_start_offset": -1,
+        "aborted_transactions": None,
+        "preferred_read_replica": -1,
+        "records": b"",
+    }

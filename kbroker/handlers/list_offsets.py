@@ -1,0 +1,73 @@
+"""ListOffsets (2), versions 1-7: offsets by timestamp, as Kafka's leader answers them.
+
+-2 earliest: the log start offset; -1 latest: the high watermark (for read_committed
+the last stable offset, equal to it until transactions exist); -3 (v7+) the record
+with the largest timestamp; a timestamp T >= 0: the first record whose timestamp is
+>= T, found inside its batch; timestamp and offset -1 when no record qualifies.
+Answers carry leader epoch 0, the only epoch. A partition listed twice gets
+INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.log import LATEST_TIMESTAMP, KafkaStorageError
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+LEADER_EPOCH = 0
+READ_COMMITTED = 1
+
+
+@handles(ApiKey.LIST_OFFSETS, "1-7")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = request["topics"]
+    seen = Counter((t["name"], p["partition_index"]) for t in topics for p in t["partitions"])
+    read_committed = request["isolation_level"] == READ_COMMITTED
+    answer = []
+    for topic in topics:
+        name = topic["name"]
+        partitions = []
+        for p in topic["partitions"]:
+            if seen[(name, p["partition_index"])] > 1:
+                partitions.append(_error(p["partition_index"], ErrorCode.INVALID_REQUEST))
+            else:
+                partitions.append(_list_offset(ctx, name, p, read_committed))
+        answer.append({"name": name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": answer}
+
+
+def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], read_committed: bool) -> dict[str, Any]:
+    index = partition["partition_index"]
+    log = ctx.broker.logs.get_log(topic, index)
+    if log is None:
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    epoch = partition["current_leader_epoch"]
+    if epoch != -1 and epoch != LEADER_EPOCH:
+        return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    timestamp = partition["timestamp"]
+    try:
+        if timestamp == LATEST_TIMESTAMP and read_committed:
+            found = log.fetch_offset_by_timestamp(LATEST_TIMESTAMP)  # the last stable offset = the HWM for now
+        else:
+            found = log.fetch_offset_by_timestamp(timestamp)
+    except KafkaStorageError as error:
+        ctx.log.error("list_offsets_storage_error", topic=topic, partition=index, error=str(error))
+        return _error(index, ErrorCode.KAFKA_STORAGE_ERROR)
+    if found is None:
+        return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    return {
+        "partition_index": index,
+        "error_code": 0,
+        "timestamp": found.timestamp,
+        "offset": found.offset,
+        "leader_epoch": LEADER_EPOCH,
+    }
+
+
+def _error(index: int, code: ErrorCode) -> dict[str, Any]:
+    return {"partition_index": index, "error_code": int(code), "timestamp": -1, "offset": -1, "leader_epoch": -1}

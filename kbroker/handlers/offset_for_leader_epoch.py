@@ -1,0 +1,49 @@
+"""OffsetForLeaderEpoch (23), versions 2-4: the end offset of a leader epoch.
+
+kbroker has one leader epoch, 0, starting at the beginning of every log. As Kafka's
+leader epoch cache answers: epoch 0 ends at the log end offset; an epoch above the
+latest has no end offset (epoch -1, offset -1, no error); -1 likewise. A consumer's
+current_leader_epoch is checked first: older than 0 is FENCED_LEADER_EPOCH, newer is
+UNKNOWN_LEADER_EPOCH (both make clients refresh metadata and retry).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+LEADER_EPOCH = 0
+UNDEFINED = -1
+
+
+@handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = []
+    for topic in request["topics"]:
+        name = topic["topic"]
+        partitions = [_end_offset(ctx, name, p) for p in topic["partitions"]]
+        topics.append({"topic": name, "partitions": partitions})
+    return {"throttle_time_ms": 0, "topics": topics}
+
+
+def _end_offset(ctx: RequestContext, topic: str, partition: dict[str, Any]) -> dict[str, Any]:
+    index = partition["partition"]
+    log = ctx.broker.logs.get_log(topic, index)
+    if log is None:
+        return _answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    current = partition["current_leader_epoch"]
+    if current != -1 and current != LEADER_EPOCH:
+        return _answer(
+            index, ErrorCode.FENCED_LEADER_EPOCH if current < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
+        )
+    if partition["leader_epoch"] != LEADER_EPOCH:
+        return _answer(index, ErrorCode.NONE)
+    return _answer(index, ErrorCode.NONE, LEADER_EPOCH, log.log_end_offset)
+
+
+def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, end_offset: int = UNDEFINED) -> dict[str, Any]:
+    return {"partition": index, "error_code": int(code), "leader_epoch": epoch, "end_offset": end_offset}

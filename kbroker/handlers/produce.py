@@ -1,0 +1,203 @@
+"""Produce (0): validate one record batch per partition and append it, as Kafka's leader does.
+
+Versions 3-11 are implemented. ApiVersions advertises Produce from v0, as Kafka 4
+does (KAFKA-18659): librdkafka before 2.11 only compresses when it sees v0 in the
+range. Like Kafka 4, kbroker still refuses v0-v2 requests: the connection layer
+closes the connection on a version outside 3-11, which is what Kafka's socket
+server does ("unsupported version").
+
+Per partition, in Kafka's order: exactly one v2 batch (INVALID_RECORD), zstd only
+from v7 (UNSUPPORTED_COMPRESSION_TYPE), base offset 0 (INVALID_RECORD), size within
+max.message.bytes (MESSAGE_TOO_LARGE), CRC-32C (CORRUPT_MESSAGE), record count
+consistent with the last offset delta, no control batches, a sequence when there is
+a producer id (INVALID_RECORD). Only the 61-byte header is read: records are never
+decoded (so record-level timestamp and compacted-key checks are not made).
+
+Producer ids: until InitProducerId is served, no client can own one, so batches
+carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once an InitProducerId
+handler is registered, idempotent batches are appended without sequence checks;
+transactional batches are refused with INVALID_TXN_STATE until transactions exist.
+
+acks=0 gets no response; if any partition failed, the connection is closed instead,
+as Kafka does, so that the producer notices. acks=-1 waits for the fsync when the
+topic asks for one (kbroker.fsync.before.ack, flush.messages).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
+from kbroker.waiters import notify_append
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+from protocol.records import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordError, RecordBatch
+
+LEADER_EPOCH = 0  # the epoch Metadata reports; stamped into every appended batch
+ZSTD = 4
+MAX_CODEC = 4
+FIRST_ZSTD_VERSION = 7
+_LENGTH = struct.Struct(">i")
+
+
+class PartitionError(Exception):
+    """A partition's batch is refused with `code`."""
+
+    def __init__(self, code: ErrorCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@handles(ApiKey.PRODUCE, "3-11", advertise_min=0)
+def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    acks = request["acks"]
+    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]] = []
+    failed = False
+    responses = []
+    for topic in request["topic_data"]:
+        name = topic["name"]
+        results = []
+        for partition in topic["partition_data"]:
+            if acks not in (-1, 0, 1):
+                result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
+            else:
+                result = _produce_partition(ctx, name, partition, acks, pending)
+            failed = failed or result["error_code"] != 0
+            results.append(result)
+        responses.append({"name": name, "partition_responses": results})
+    response = {"responses": responses, "throttle_time_ms": 0}
+    if acks == 0:
+        if failed:
+            raise KafkaProtocolError(ErrorCode.UNKNOWN_SERVER_ERROR, "acks=0 produce failed: closing as Kafka does")
+        return None
+    if pending:
+        return _after_flush(ctx, pending, response)
+    return response
+
+
+def _produce_partition(
+    ctx: RequestContext,
+    topic: str,
+    partition: dict[str, Any],
+    acks: int,
+    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+) -> dict[str, Any]:
+    index = partition["index"]
+    log = ctx.broker.logs.get_log(topic, index)
+    if log is None:
+        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None)
+    try:
+        batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
+        _check_producer(ctx, batch)
+        info = log.append(batch.view(), leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]  # a writable view
+    except PartitionError as error:
+        return _error(index, error.code, log, error.message)
+    except RecordTooLargeError as error:
+        return _error(index, ErrorCode.MESSAGE_TOO_LARGE, log, str(error))
+    except InvalidRecordError as error:
+        return _error(index, ErrorCode.CORRUPT_MESSAGE, log, str(error))
+    except KafkaStorageError as error:
+        ctx.log.error("produce_storage_error", topic=topic, partition=index, error=str(error))
+        return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, log, None)
+    notify_append(ctx.broker, topic, index, batch.size)
+    result = {
+        "index": index,
+        "error_code": 0,
+        "base_offset": info.base_offset,
+        "log_append_time_ms": info.log_append_time,
+        "log_start_offset": info.log_start_offset,
+        "record_errors": [],
+        "error_message": None,
+    }
+    # the same rule as PartitionLog.wait_for_ack, checked here so that most produces need no coroutine
+    if info.flush_required or (acks == -1 and log.config.fsync_before_ack):
+        pending.append((result, log, info))
+    return result
+
+
+def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBatch:
+    """The one record batch of a partition's produce data, validated as Kafka's leader does."""
+    size = 0 if records is None else len(records)
+    if size < LOG_OVERHEAD or _LENGTH.unpack_from(records, 8)[0] + LOG_OVERHEAD > size:
+        raise PartitionError(
+            ErrorCode.INVALID_RECORD, "a produce request needs one complete record batch per partition"
+        )
+    if size < HEADER_SIZE or _LENGTH.unpack_from(records, 8)[0] < HEADER_SIZE - LOG_OVERHEAD:
+        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, "record batch shorter than its header")
+    if records[16] != 2:
+        raise PartitionError(ErrorCode.INVALID_RECORD, f"record batch magic {records[16]}: only magic 2 is accepted")
+    batch = RecordBatch(records)
+    codec = batch.compression
+    if codec > MAX_CODEC:
+        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}")
+    if codec == ZSTD and version < FIRST_ZSTD_VERSION:
+        raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
+    _check_single_batch(records, batch.size)
+    if batch.base_offset != 0:
+        raise PartitionError(ErrorCode.INVALID_RECORD, f"the batch's base offset must be 0, not {batch.base_offset}")
+    if batch.size > max_message_bytes:
+        raise PartitionError(
+            ErrorCode.MESSAGE_TOO_LARGE, f"batch of {batch.size} bytes exceeds max.message.bytes {max_message_bytes}"
+        )
+    if not batch.is_valid():
+        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, f"record batch CRC mismatch (stored {batch.crc:#010x})")
+    count = batch.records_count
+    if count <= 0 or batch.last_offset_delta < 0 or batch.last_offset_delta + 1 != count:
+        raise PartitionError(
+            ErrorCode.INVALID_RECORD,
+            f"inconsistent batch: {count} records, last offset delta {batch.last_offset_delta}",
+        )
+    if batch.is_control:
+        raise PartitionError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
+    if batch.has_producer_id and batch.base_sequence < 0:
+        raise PartitionError(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a base sequence")
+    return batch
+
+
+def _check_single_batch(records: Any, batch_size: int) -> None:
+    """Kafka accepts one batch per partition (v3+); like Kafka, it ignores an incomplete trailing fragment."""
+    rest = len(records) - batch_size
+    if rest >= LOG_OVERHEAD and _LENGTH.unpack_from(records, batch_size + 8)[0] + LOG_OVERHEAD <= rest:
+        raise PartitionError(ErrorCode.INVALID_RECORD, "only one record batch per partition is allowed")
+
+
+def _check_producer(ctx: RequestContext, batch: RecordBatch) -> None:
+    if not batch.has_producer_id and not batch.is_transactional:
+        return
+    if ApiKey.INIT_PRODUCER_ID not in ctx.broker.handlers:
+        raise PartitionError(ErrorCode.UNKNOWN_PRODUCER_ID, "this broker does not issue producer ids yet")
+    if batch.is_transactional:
+        raise PartitionError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
+
+
+def _error(index: int, code: ErrorCode, log: PartitionLog | None, message: str | None) -> dict[str, Any]:
+    return {
+        "index": index,
+        "error_code": int(code),
+        "base_offset": -1,
+        "log_append_time_ms": -1,
+        "log_start_offset": log.log_start_offset if log is not None else -1,
+        "record_errors": [],
+        "error_message": message,
+    }
+
+
+async def _after_flush(
+    ctx: RequestContext,
+    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+    response: dict[str, Any],
+) -> dict[str, Any]:
+    """Answer once every appended partition that needs it is fsynced (one group commit per log)."""
+    outcomes = await asyncio.gather(
+        *(log.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
+    )
+    for (result, log, _), outcome in zip(pending, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            ctx.log.error("produce_flush_failed", partition=result["index"], error=str(outcome))
+            result.update(_error(result["index"], ErrorCode.KAFKA_STORAGE_ERROR, log, None))
+    return response

@@ -1,0 +1,94 @@
+"""Long-poll fetches: a waiting Fetch sleeps on a future that appends wake (Kafka's DelayedFetch).
+
+A fetch that cannot be answered yet (fewer than min_bytes available) registers a
+FetchWait on every partition it reads. Whoever appends to a log calls
+``notify_append(broker, topic, partition, size)``; that adds the appended bytes to
+each waiter on the partition and completes the ones that reached min_bytes. A
+timer completes the rest at max_wait_ms. Nothing polls: a waiting fetch is a
+dict entry, a future and a timer handle, and costs no CPU until one of them fires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+
+TopicPartition = tuple[str, int]
+
+_EXTENSION = "fetch_waiters"
+
+
+class FetchWait:
+    """One waiting fetch: how many bytes it still needs, and the future that wakes it."""
+
+    __slots__ = ("future", "missing")
+
+    def __init__(self, future: asyncio.Future[None], missing: int) -> None:
+        self.future = future
+        self.missing = missing
+
+    def add(self, size: int) -> None:
+        self.missing -= size
+        if self.missing <= 0 and not self.future.done():
+            self.future.set_result(None)
+
+
+class FetchWaiters:
+    """Waiting fetches by partition."""
+
+    def __init__(self) -> None:
+        self._by_partition: dict[TopicPartition, set[FetchWait]] = {}
+
+    def __len__(self) -> int:
+        return len({w for waits in self._by_partition.values() for w in waits})
+
+    def notify(self, key: TopicPartition, size: int) -> None:
+        waits = self._by_partition.get(key)
+        if waits:
+            for wait in list(waits):
+                wait.add(size)
+
+    async def wait(self, keys: Iterable[TopicPartition], missing: int, timeout_ms: int) -> None:
+        """Return once `missing` more bytes were appended to `keys`, or after `timeout_ms`."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[None] = loop.create_future()
+        wait = FetchWait(future, missing)
+        keys = list(keys)
+        for key in keys:
+            self._by_partition.setdefault(key, set()).add(wait)
+        timer = loop.call_later(timeout_ms / 1000, _wake, future)
+        try:
+            await future
+        finally:
+            timer.cancel()
+            for key in keys:
+                waits = self._by_partition.get(key)
+                if waits is not None:
+                    waits.discard(wait)
+                    if not waits:
+                        del self._by_partition[key]
+
+
+def _wake(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def fetch_waiters(broker: Broker) -> FetchWaiters:
+    """The broker's waiting fetches (created on first use)."""
+    waiters = broker.extensions.get(_EXTENSION)
+    if waiters is None:
+        waiters = broker.extensions[_EXTENSION] = FetchWaiters()
+    assert isinstance(waiters, FetchWaiters)
+    return waiters
+
+
+def notify_append(broker: Broker, topic: str, partition: int, size: int) -> None:
+    """Tell waiting fetches that `size` bytes were appended to topic-partition (call after every append)."""
+    waiters = broker.extensions.get(_EXTENSION)
+    if waiters is not None:
+        waiters.notify((topic, partition), size)  # type: ignore[attr-defined]
