@@ -165,8 +165,12 @@ class LogManager:
 
     async def shutdown(self) -> None:
         """Orderly stop: flush every log, write checkpoints, then the clean-shutdown marker."""
-        for partition_log in self._logs.values():
-            await partition_log.shutdown()
+        logs = list(self._logs.values())
+        results = await asyncio.gather(*(p.shutdown() for p in logs), return_exceptions=True)
+        failures = [result for result in results if isinstance(result, BaseException)]
+        if failures:  # no clean-shutdown marker: the next start recovers
+            log.error("log_manager_shutdown_failed", errors=[str(f) for f in failures])
+            raise failures[0]
         for _, partition_log, _ in self._retired:
             await partition_log.idle()
         self.write_checkpoints()

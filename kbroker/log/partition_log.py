@@ -225,6 +225,8 @@ class PartitionLog:
         limit = min(self.config.max_message_bytes, self.config.segment_bytes)
         while position < len(buffer):
             batch = RecordBatch(buffer, position)
+            if batch.last_offset_delta < 0:
+                raise InvalidRecordError(f"negative last offset delta {batch.last_offset_delta}")
             if batch.size > limit:
                 raise RecordTooLargeError(f"batch of {batch.size} bytes exceeds the limit of {limit}")
             batch.set_base_offset(offset)

@@ -1,12 +1,20 @@
 import asyncio
+import errno
 import json
+import os
 import shutil
 import uuid
 
 import pytest
 
 from kbroker.log.config import LogConfig
-from kbroker.log.errors import InvalidConfigError, InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError
+from kbroker.log.errors import (
+    InvalidConfigError,
+    InvalidTopicError,
+    KafkaStorageError,
+    TopicExistsError,
+    UnknownTopicOrPartitionError,
+)
 from kbroker.log.manager import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LogManager
 from tests.log.batches import make_batch
 
@@ -182,3 +190,22 @@ def test_run_applies_retention_flush_and_checkpoints(tmp_path):
     assert lines[2] == "t 0 20"
     start = (tmp_path / "log-start-offset-checkpoint").read_text().splitlines()[2]
     assert start == f"t 0 {log.log_start_offset}"
+
+
+def test_failed_shutdown_leaves_no_clean_marker(tmp_path, monkeypatch):
+    manager = started(tmp_path)
+    manager.create_topic("t", 2)
+    manager.get_log("t", 1).append(make_batch())
+
+    def broken(fd):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "fdatasync", broken)
+    with pytest.raises(KafkaStorageError):
+        stop(manager)
+    assert not (tmp_path / CLEAN_SHUTDOWN_FILE).exists()
+    monkeypatch.undo()
+    manager.abort()
+    manager = started(tmp_path)
+    assert not manager.had_clean_shutdown and manager.get_log("t", 1).log_end_offset == 1
+    stop(manager)
