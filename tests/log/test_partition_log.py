@@ -1,6 +1,9 @@
 import asyncio
 import errno
 import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -325,3 +328,17 @@ def test_corrupt_log_on_read_keeps_the_log_end(log):
         log.read(0, 100)
     assert log.log_end_offset == 30
     assert log.append(make_batch()).base_offset == 30
+
+
+def test_real_short_write_and_efbig(tmp_path):
+    """A kernel-refused write (RLIMIT_FSIZE, in a child process) leaves only whole batches."""
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.log.disk_full_child", str(tmp_path / "t-0")],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "File too large" in done.stdout and "OK" in done.stdout
