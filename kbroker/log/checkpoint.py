@@ -29,9 +29,12 @@ def fsync_directory(directory: Path) -> None:
         os.close(fd)
 
 
+MAX_FILE_NAME = 255  # NAME_MAX of common file systems
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """Write to a temp file, fsync it, rename it over `path`, fsync the directory."""
-    temp = path.with_name(path.name + ".tmp")
+    temp = path.with_name(path.name[: MAX_FILE_NAME - 4] + ".tmp")  # a 249-character topic's .json still fits
     fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
         view = memoryview(data)

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import structlog
 
-from kbroker.log.checkpoint import fsync_directory, read_checkpoint, write_atomically, write_checkpoint
+from kbroker.log.checkpoint import MAX_FILE_NAME, fsync_directory, read_checkpoint, write_atomically, write_checkpoint
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import (
     InvalidConfigError,
@@ -260,7 +260,8 @@ class LogManager:
             partition_log = self._logs.pop((name, partition), None)
             if partition_log is None:
                 continue
-            target = self.data_dir / f"{name}-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+            suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
+            target = self.data_dir / (name[: MAX_FILE_NAME - len(suffix)] + suffix)  # long names cut, as Kafka does
             partition_log.directory.rename(target)
             self._retired.append((now_ms() + delay, partition_log, target))
         fsync_directory(self.data_dir)

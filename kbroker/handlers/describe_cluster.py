@@ -1,0 +1,56 @@
+"""DescribeCluster (60) v0-1: the cluster id, the controller and the live brokers (this node).
+
+kbroker is a broker endpoint (endpoint type 1); a request for controllers (2) gets Kafka's
+MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0), an unknown type UNSUPPORTED_ENDPOINT_TYPE.
+Without an authorizer every cluster operation is allowed, so when asked the authorized
+operations are all of the CLUSTER resource's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+ENDPOINT_BROKER = 1
+ENDPOINT_CONTROLLER = 2
+AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
+# AclOperation codes Kafka supports on CLUSTER: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
+CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
+
+
+@handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    endpoint_type = request["endpoint_type"]
+    if endpoint_type not in (ENDPOINT_BROKER, ENDPOINT_CONTROLLER):
+        code = ErrorCode.INVALID_REQUEST if ctx.api_version == 0 else ErrorCode.UNSUPPORTED_ENDPOINT_TYPE
+        return _error(code, f"Unsupported endpoint type {endpoint_type}")
+    if endpoint_type != ENDPOINT_BROKER:
+        code = ErrorCode.INVALID_REQUEST if ctx.api_version == 0 else ErrorCode.MISMATCHED_ENDPOINT_TYPE
+        return _error(
+            code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+        )
+    broker = ctx.broker
+    operations = (
+        CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
+    )
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "endpoint_type": ENDPOINT_BROKER,
+        "cluster_id": broker.cluster_id,
+        "controller_id": broker.node_id,
+        "brokers": [
+            {"broker_id": broker.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
+        ],
+        "cluster_authorized_operations": operations,
+    }
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "cluster_id": ""}

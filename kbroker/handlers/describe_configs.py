@@ -1,0 +1,86 @@
+"""DescribeConfigs (32) v1-4: the configs of topics (2) and of this broker (4).
+
+Each entry carries its value, its source as Kafka reports it (TOPIC_CONFIG for a topic override,
+STATIC_BROKER_CONFIG for a value set in server.properties, --config or a command-line flag,
+DEFAULT_CONFIG otherwise), read_only (every broker config: kbroker has no dynamic broker configs),
+synonyms in Kafka's precedence order when asked (v1+), and the type and documentation (v3+).
+Names asked for that do not exist are left out, as Kafka does. BROKER_LOGGER (8) is refused.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.config import BROKER_PROPERTIES, ConfigEntry
+from kbroker.context import RequestContext
+from kbroker.handlers._topic_admin import (
+    ResourceType,
+    broker_logger_error,
+    check_broker_name,
+    check_topic_name,
+    fail,
+    resource_type_name,
+    topic_config_entries,
+)
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+
+
+@handles(ApiKey.DESCRIBE_CONFIGS, "1-4")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    synonyms = bool(request["include_synonyms"])
+    documentation = bool(request["include_documentation"])
+    results = []
+    for resource in request["resources"]:
+        result: dict[str, Any] = {
+            "resource_type": resource["resource_type"],
+            "resource_name": resource["resource_name"],
+        }
+        try:
+            wanted = resource["configuration_keys"] or None  # null or empty: every config
+            entries = _entries(ctx, resource["resource_type"], resource["resource_name"], wanted)
+            result.update(error_code=0, error_message=None)
+            result["configs"] = [_config(e, synonyms, documentation) for e in entries]
+        except KafkaProtocolError as exc:
+            result.update(error_code=int(exc.code), error_message=exc.message, configs=[])
+        results.append(result)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def _entries(ctx: RequestContext, resource_type: int, name: str, wanted: list[str] | None) -> list[ConfigEntry]:
+    broker = ctx.broker
+    if resource_type == ResourceType.TOPIC:
+        check_topic_name(name)
+        metadata = broker.logs.topic(name)
+        if metadata is None:
+            raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        entries = topic_config_entries(broker, metadata)
+        return entries if wanted is None else [e for e in entries if e.name in wanted]
+    if resource_type == ResourceType.BROKER:
+        check_broker_name(broker, name)
+        if not name:
+            return []  # the cluster-wide dynamic defaults: kbroker has none
+        if wanted is None:
+            return broker.config.broker_entries()
+        # Named properties kbroker accepts but ignores are shown too; unknown names are left out.
+        return broker.config.broker_entries([n for n in dict.fromkeys(wanted) if n in BROKER_PROPERTIES])
+    if resource_type == ResourceType.BROKER_LOGGER:
+        raise broker_logger_error()
+    raise fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type_name(resource_type)}")
+
+
+def _config(entry: ConfigEntry, synonyms: bool, documentation: bool) -> dict[str, Any]:
+    return {
+        "name": entry.name,
+        "value": entry.value,
+        "read_only": entry.read_only,
+        "config_source": int(entry.source),
+        "is_default": False,
+        "is_sensitive": False,
+        "synonyms": [{"name": s.name, "value": s.value, "source": int(s.source)} for s in entry.synonyms]
+        if synonyms
+        else [],
+        "config_type": int(entry.type),
+        "documentation": entry.doc if documentation else None,
+    }
