@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 import signal
 import socket
 import struct
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -129,3 +132,13 @@ def test_sigterm_stops_cleanly_and_next_start_skips_recovery(tmp_path: Path) -> 
     finally:
         assert second.stop() == 0
     assert "clean_start=true" in second.log_text()
+
+
+def test_kcat_lists_metadata(broker: BrokerProcess) -> None:
+    kcat = shutil.which("kcat")
+    assert kcat, "kcat is installed by scripts/install_clients"
+    result = subprocess.run([kcat, "-b", broker.bootstrap, "-L", "-J"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    listing = json.loads(result.stdout)
+    assert [b["id"] for b in listing["brokers"]] == [1]
+    assert listing["brokers"][0]["name"] == broker.bootstrap
