@@ -15,12 +15,15 @@ import argparse
 import asyncio
 import logging
 import os
+import random
 import shutil
 import socket
+import statistics
 import subprocess
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import structlog
@@ -89,7 +92,7 @@ def append_fsync_before_ack(directory: Path, mib: int, producers: int, batch_siz
 
     async def producer(share: int) -> None:
         batch = batch_of(batch_size)
-        for _ in range(share):
+        for _ in range(max(1, share)):
             info = log.append(batch)
             await log.wait_for_ack(info, acks=-1)
 
@@ -104,7 +107,7 @@ def append_fsync_before_ack(directory: Path, mib: int, producers: int, batch_siz
         flush_module.FlushPlan.run = real_run  # type: ignore[method-assign]
     size = log.size_in_bytes
     log.close()
-    return mb_per_s(size, elapsed), count // producers * producers, flushes
+    return mb_per_s(size, elapsed), max(1, count // producers) * producers, flushes
 
 
 def write_log(directory: Path, mib: int, batch_size: int) -> Path:
@@ -130,11 +133,13 @@ def recovery_scan(path: Path) -> tuple[float, int]:
 
 
 class SocketSink:
-    """A socket pair whose far end a thread drains: where a fetch response goes."""
+    """A TCP connection on 127.0.0.1 whose far end a thread drains: where a fetch response goes."""
 
     def __init__(self) -> None:
-        self.out, self._in = socket.socketpair()
-        self.out.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4 * MIB)
+        listener = socket.create_server(("127.0.0.1", 0))
+        self.out = socket.create_connection(listener.getsockname())
+        self._in, _ = listener.accept()
+        listener.close()
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
 
@@ -150,7 +155,7 @@ class SocketSink:
 
 
 def read_throughput(path: Path, fetch_bytes: int, sendfile: bool) -> tuple[float, float]:
-    """(MB/s, reads/s) reading the whole log from offset 0 with `fetch_bytes` per read, into a socket.
+    """(MB/s, reads/s) reading the whole log from offset 0 with `fetch_bytes` per read, into TCP.
 
     Every batch holds one record and all have the same size, so the next fetch
     offset follows from the byte count (a consumer would parse what it got).
@@ -180,41 +185,83 @@ def read_throughput(path: Path, fetch_bytes: int, sendfile: bool) -> tuple[float
     return mb_per_s(total, elapsed), reads / elapsed
 
 
+def read_lookups(path: Path, fetch_bytes: int, count: int = 20000) -> float:
+    """log.read() calls per second at random offsets (index lookup + header walks, no data moved)."""
+    log = PartitionLog.open(path, BENCH_CONFIG, clean_shutdown=True, recovery_point=1 << 62)
+    rng = random.Random(1)
+    offsets = [rng.randrange(log.log_end_offset) for _ in range(count)]
+    started = time.perf_counter()
+    for offset in offsets:
+        log.read(offset, fetch_bytes)
+    elapsed = time.perf_counter() - started
+    log.close()
+    return count / elapsed
+
+
+def measure(root: Path, mib: int) -> Iterator[dict[str, float]]:
+    """One round of every measurement (MB/s), as samples; comparisons alternate inside it."""
+    out: dict[str, float] = {}
+    # A, B, A, B: the disk's speed drifts (ext4 with discard: the first write after deletes is slower)
+    for _ in range(2):
+        out[f"dd bs=1M count={mib} conv=fdatasync"] = dd(root, mib, ["conv=fdatasync"])
+        cached, synced = append_no_fsync(root, mib)
+        shutil.rmtree(root / "nofsync-0")
+        out["append 1 MiB batches, no fsync (page cache)"] = cached
+        out["append 1 MiB batches + one final fsync"] = synced
+        yield out
+        out = {}
+    for _ in range(2):
+        out[f"dd bs=1M count={mib // 4} oflag=dsync"] = dd(root, mib // 4, ["oflag=dsync"])
+        for producers in (1, 8):
+            rate, acks, flushes = append_fsync_before_ack(root, mib // 4, producers, MIB)
+            out[f"fsync-before-ack, 1 MiB batches, {producers} producers"] = rate
+            out[f"  acks per fsync of the above ({producers} producers, {acks} acks)"] = acks / flushes
+        for path in root.glob("fsync*"):
+            shutil.rmtree(path)
+        yield out
+        out = {}
+    rate, acks, flushes = append_fsync_before_ack(root, 16, 8, 16 * 1024)
+    out["fsync-before-ack, 16 KiB batches, 8 producers"] = rate
+    out[f"  acks per fsync of the above (16 KiB, {acks} acks)"] = acks / flushes
+    for path in root.glob("fsync*"):
+        shutil.rmtree(path)
+    for batch_size, share in ((MIB, 1), (16 * 1024, 4), (1024, 16)):
+        kib = batch_size // 1024
+        path = write_log(root, max(1, mib // share), batch_size)
+        rate, scanned = recovery_scan(path)
+        out[f"recovery scan, {kib} KiB batches ({scanned // MIB} MiB, warm cache)"] = rate
+        out[f"log.read() calls/s, {kib} KiB batches, random offsets, 1 MiB limit"] = read_lookups(path, MIB)
+        for fetch, sendfile in ((MIB, False), (MIB, True), (50 * MIB, True)) if batch_size > 1024 else ():
+            rate, reads = read_throughput(path, fetch, sendfile)
+            how = "sendfile" if sendfile else "pread+send"
+            out[f"read {kib} KiB batches, fetch {fetch // 1024} KiB, {how} to TCP"] = rate
+            out[f"  reads/s of the above ({kib} KiB, {fetch // 1024} KiB, {how})"] = reads
+        shutil.rmtree(path)
+    yield out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", help="a directory on the disk to measure (default: a temp dir)")
     parser.add_argument("--mib", type=int, default=512, help="MiB written per phase")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds; medians are reported")
     args = parser.parse_args()
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     root = Path(tempfile.mkdtemp(prefix="kbroker-bench-", dir=args.dir))
-    mib = args.mib
     try:
         print(f"# kbroker log benchmark, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, dir {root}")
-        print(f"dd bs=1M count={mib} conv=fdatasync:        {dd(root, mib, ['conv=fdatasync']):8.0f} MB/s")
-        print(f"dd bs=1M count={mib // 4} oflag=dsync:           {dd(root, mib // 4, ['oflag=dsync']):8.0f} MB/s")
-        cached, synced = append_no_fsync(root, mib)
-        print(f"append 1 MiB batches, no fsync (page cache): {cached:8.0f} MB/s")
-        print(f"append 1 MiB batches + final fsync:          {synced:8.0f} MB/s")
-        for producers in (1, 8):
-            rate, acks, flushes = append_fsync_before_ack(root, mib // 4, producers, MIB)
+        print(f"# {args.rounds} rounds of {args.mib} MiB; median (all samples), MB/s unless noted")
+        samples: dict[str, list[float]] = {}
+        for _ in range(args.rounds):
+            for sample in measure(root, args.mib):
+                for name, value in sample.items():
+                    samples.setdefault(name, []).append(value)
+        for name, values in samples.items():
+            listed = ", ".join(f"{v:.1f}" if v < 100 else f"{v:.0f}" for v in values)
+            median = statistics.median(values)
             print(
-                f"fsync-before-ack, 1 MiB batches, {producers} producer(s): {rate:8.0f} MB/s "
-                f"({acks} acks, {flushes} fsyncs)"
+                f"{name:<70} {median:8.1f}   ({listed})" if median < 100 else f"{name:<70} {median:8.0f}   ({listed})"
             )
-        rate, acks, flushes = append_fsync_before_ack(root, 16, 8, 16 * 1024)
-        print(f"fsync-before-ack, 16 KiB batches, 8 producers: {rate:8.0f} MB/s ({acks} acks, {flushes} fsyncs)")
-        for batch_size in (MIB, 16 * 1024):
-            path = write_log(root, mib if batch_size == MIB else mib // 4, batch_size)
-            rate, scanned = recovery_scan(path)
-            print(f"recovery scan, {batch_size // 1024} KiB batches: {rate:8.0f} MB/s ({scanned / MIB:.0f} MiB)")
-            for fetch, sendfile in ((MIB, False), (MIB, True), (50 * MIB, True)):
-                rate, reads = read_throughput(path, fetch, sendfile)
-                how = "sendfile" if sendfile else "pread+send"
-                print(
-                    f"read {batch_size // 1024} KiB batches, fetch {fetch // 1024} KiB, {how}: "
-                    f"{rate:8.0f} MB/s ({reads:.0f} reads/s)"
-                )
-            shutil.rmtree(path)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
