@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from bisect import bisect_right
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
@@ -31,7 +32,8 @@ class FlushPlan:
     target_offset: int
     log_fds: list[int] = field(default_factory=list)
     index_writes: list[tuple[Path, int, bytes]] = field(default_factory=list)
-    finished_segments: list[tuple[LogSegment, int, int]] = field(default_factory=list)  # (segment, entries, entries)
+    # (segment, offset index entries, time index entries) whose index files this flush makes durable
+    finished_segments: list[tuple[LogSegment, int, int]] = field(default_factory=list)
     directory: Path | None = None
     rolls: int = 0  # the log's roll count when planned (the directory fsync covers those)
 
@@ -55,14 +57,20 @@ class FlushPlan:
             segment.indexes_durable = True
 
 
-def plan_flush(segments: list[LogSegment], recovery_point: int, target: int, directory: Path | None) -> FlushPlan:
-    """The work to make [recovery_point, target) durable; inactive segments also get their indexes."""
+def plan_flush(
+    segments: list[LogSegment], bases: list[int], recovery_point: int, target: int, directory: Path | None
+) -> FlushPlan:
+    """The work to make [recovery_point, target) durable; finished segments also get their indexes.
+
+    Starts at the segment holding the recovery point, or before it at the finished
+    segments whose index files are not durable yet (usually just the one rolled last).
+    """
     plan = FlushPlan(target, directory=directory)
     active = segments[-1]
-    for i, segment in enumerate(segments):
-        next_base = segments[i + 1].base_offset if i + 1 < len(segments) else None
-        if next_base is not None and next_base <= recovery_point and segment.indexes_durable:
-            continue
+    start = max(0, bisect_right(bases, recovery_point) - 1)
+    while start > 0 and not segments[start - 1].indexes_durable:
+        start -= 1
+    for segment in segments[start:]:
         if segment.base_offset >= target and segment is not active:
             break
         plan.log_fds.append(segment.fd)

@@ -274,7 +274,7 @@ class PartitionLog:
     # -- durability ----------------------------------------------------
     def _plan_flush(self) -> FlushPlan:
         directory = self.directory if self._rolls > self._synced_rolls else None
-        plan = plan_flush(self.segments, self.recovery_point, self.log_end_offset, directory)
+        plan = plan_flush(self.segments, self._bases, self.recovery_point, self.log_end_offset, directory)
         plan.rolls = self._rolls
         return plan
 

@@ -342,3 +342,16 @@ def test_real_short_write_and_efbig(tmp_path):
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "File too large" in done.stdout and "OK" in done.stdout
+
+
+def test_a_segment_flushed_while_active_gets_durable_indexes_after_its_roll(tmp_path):
+    log = PartitionLog.open(tmp_path / "t-0", SMALL)
+    fill(log, 10)
+    log.flush_sync()
+    first = log.active_segment
+    log.roll()
+    assert log.recovery_point == first.next_offset and not first.indexes_durable
+    log.flush_sync()
+    assert first.indexes_durable
+    assert first.offset_index.path.read_bytes() == first.offset_index.encode_all()
+    log.close()
