@@ -34,6 +34,10 @@ BASE_OP_APIS: dict[str, tuple[str, ...]] = {
     "partitions_for": ("Metadata",),
 }
 
+# librdkafka enables LZ4 only when the broker advertises FindCoordinator v0 (its feature map dates LZ4 by the
+# API that came with Kafka 0.8.2); without it, lz4 batches are silently sent uncompressed.
+LIBRDKAFKA_APIS: dict[str, tuple[str, ...]] = {"compression.lz4": ("FindCoordinator",)}
+
 # Capabilities a client may lack (keys of ``Client.missing``).
 CAPABILITIES = (
     "produce.timestamp",  # set an explicit CreateTime per record
@@ -129,10 +133,10 @@ class Client:
     op_apis: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def apis(self, *ops: str) -> set[str]:
-        """The API names this client needs for these operations."""
+        """The API names this client needs for these operations (or capabilities, where they need APIs)."""
         needed: set[str] = set()
         for op in ops:
-            needed.update(self.op_apis.get(op, BASE_OP_APIS[op]))
+            needed.update(self.op_apis.get(op, BASE_OP_APIS.get(op, ())))
         return needed
 
     def close(self) -> None:

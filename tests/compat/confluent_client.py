@@ -30,6 +30,7 @@ from confluent_kafka.admin import (
 )
 
 from tests.compat.clients import (
+    LIBRDKAFKA_APIS,
     Client,
     ClientError,
     Consumed,
@@ -68,7 +69,7 @@ def _wait(future: Future[Any]) -> Any:
 class ConfluentClient(Client):
     name: str = "confluent-kafka"
     missing: dict[str, str] = field(default_factory=dict)
-    op_apis: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    op_apis: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(LIBRDKAFKA_APIS))
 
     def _admin(self, bootstrap: str) -> AdminClient:
         return AdminClient({"bootstrap.servers": bootstrap, "client.id": "compat-confluent"})

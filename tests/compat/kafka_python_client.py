@@ -44,6 +44,7 @@ class KafkaPythonClient(Client):
     op_apis: dict[str, tuple[str, ...]] = field(
         default_factory=lambda: {"produce": ("Metadata", "Produce", "InitProducerId")}
     )
+    idempotent: bool = True  # kafka-python's default with acks=all
 
     def _admin(self, bootstrap: str) -> KafkaAdminClient:
         return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-kafka-python")
@@ -55,7 +56,7 @@ class KafkaPythonClient(Client):
             bootstrap_servers=bootstrap,
             acks=ACKS[acks],
             compression_type=None if compression == "none" else compression,
-            enable_idempotence=acks == "all",
+            enable_idempotence=self.idempotent and acks == "all",
             linger_ms=5,
             max_block_ms=20000,
         )

@@ -14,7 +14,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import groupby
 
-from tests.compat.clients import Client, ClientError, Consumed, ConsumeResult, OffsetSpec, Record, Start
+from tests.compat.clients import (
+    LIBRDKAFKA_APIS,
+    Client,
+    ClientError,
+    Consumed,
+    ConsumeResult,
+    OffsetSpec,
+    Record,
+    Start,
+)
 
 RECORD_SEP = b"\x1e"
 KEY_SEP = b"\x1f"
@@ -55,7 +64,7 @@ def _text(value: str | None) -> bytes | None:
 class KcatClient(Client):
     name: str = "kcat"
     missing: dict[str, str] = field(default_factory=lambda: dict(KCAT_MISSING))
-    op_apis: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    op_apis: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(LIBRDKAFKA_APIS))
 
     def produce(
         self, bootstrap: str, topic: str, records: Sequence[Record], acks: str = "all", compression: str = "none"

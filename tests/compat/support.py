@@ -54,7 +54,7 @@ class Compat:
         for capability in [*ops, *caps]:
             if capability in self.client.missing:
                 pytest.skip(f"{self.client.name} cannot do {capability}: {self.client.missing[capability]}")
-        needed = self.client.apis(*ops) | set(apis)
+        needed = self.client.apis(*ops, *caps) | set(apis)
         absent = missing_apis(self.advertised, needed)
         if absent:
             pytest.skip(f"broker does not implement {', '.join(absent)} yet")
@@ -80,16 +80,20 @@ class Compat:
         return topic
 
     def setup_produce(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
-        """Produce with kafka-python (not the client under test); return (partition, offset) per record."""
-        absent = missing_apis(self.advertised, {"Produce", "Metadata", "InitProducerId"})
-        if absent:
-            pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up records)")
+        """Produce with kafka-python, not idempotent (not the client under test); (partition, offset) per record."""
+        self._need_setup_producer()
         from tests.compat.kafka_python_client import KafkaPythonClient
 
-        return KafkaPythonClient().produce(self.bootstrap, topic, records)
+        return KafkaPythonClient(idempotent=False).produce(self.bootstrap, topic, records)
+
+    def _need_setup_producer(self) -> None:
+        absent = missing_apis(self.advertised, {"Produce", "Metadata"})
+        if absent:
+            pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up records)")
 
     def produce_later(self, topic: str, records: Sequence[Record], delay_s: float) -> DelayedProduce:
         """Start producing ``records`` with kafka-python after ``delay_s`` seconds, in a thread."""
+        self._need_setup_producer()
         delayed = DelayedProduce(self, topic, records, delay_s)
         delayed.thread.start()
         return delayed
@@ -101,7 +105,9 @@ class DelayedProduce:
     def __init__(self, compat: Compat, topic: str, records: Sequence[Record], delay_s: float) -> None:
         from kafka import KafkaProducer
 
-        self.producer = KafkaProducer(bootstrap_servers=compat.bootstrap, acks="all", linger_ms=0)
+        self.producer = KafkaProducer(
+            bootstrap_servers=compat.bootstrap, acks="all", linger_ms=0, enable_idempotence=False
+        )
         self.producer.partitions_for(topic)  # connect and load metadata before the clock starts
         self.topic = topic
         self.records = records

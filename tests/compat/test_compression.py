@@ -15,7 +15,7 @@ COUNT = 200
 def test_compression_round_trip(compat: Compat, codec: str) -> None:
     compat.need(ops=("produce", "consume"), caps=(f"compression.{codec}",))
     topic = compat.setup_topic(f"codec-{codec}")
-    records = make_records(compat, COUNT, seed=3)
+    records = make_records(compat, COUNT, seed=3, compressible=True)
     start_ms = now_ms()
     produced = compat.client.produce(compat.bootstrap, topic, records, acks="all", compression=codec)
     result = compat.client.consume(compat.bootstrap, topic, [0], "earliest", COUNT, timeout_s=30)

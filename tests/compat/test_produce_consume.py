@@ -11,8 +11,12 @@ COUNT = 1000
 PARTITIONS = 3
 
 
-def make_records(compat: Compat, count: int, *, seed: int = 2) -> list[Record]:
-    """Keyed records whose value carries the sequence number; headers and timestamps where the client can."""
+def make_records(compat: Compat, count: int, *, seed: int = 2, compressible: bool = False) -> list[Record]:
+    """Keyed records whose value carries the sequence number; headers and timestamps where the client can.
+
+    ``compressible`` values repeat text, so that every batch shrinks when compressed (librdkafka sends a batch
+    uncompressed when compression would not make it smaller).
+    """
     rng = random.Random(seed)
     missing = compat.client.missing
     binary = "produce.binary" not in missing
@@ -21,6 +25,8 @@ def make_records(compat: Compat, count: int, *, seed: int = 2) -> list[Record]:
     records = []
     for i in range(count):
         noise = rng.randbytes(rng.randrange(0, 64)) if binary else rng.randbytes(24).hex().encode()
+        if compressible:
+            noise = noise[:8] + b" compressible text" * 16
         headers: tuple[tuple[str, bytes | None], ...] = (("origin", b"compat"),)
         if per_record_headers:
             headers = (("seq", str(i).encode()), ("origin", b"compat"), ("blank", b""))
