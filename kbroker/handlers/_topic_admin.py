@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from kbroker.config import TOPIC_PROPERTIES, ConfigEntry, ConfigError, validate_topic_configs
 from kbroker.config_defs import suggest
 from kbroker.log import InvalidConfigError, LogConfig, TopicMetadata
@@ -20,6 +22,8 @@ from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+
+log = structlog.get_logger(__name__)
 
 MAX_TOPIC_NAME_LENGTH = 249
 CLUSTER_METADATA_TOPIC = "__cluster_metadata"
@@ -86,6 +90,22 @@ def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
         if other != name and other.replace(".", "_") == unified:
             return other
     return None
+
+
+# broker.extensions key: a list of callables (topic name, partition count) -> None that DeleteTopics calls after
+# a topic's logs are gone, so state kept per partition elsewhere (group offsets, producer state) can be dropped.
+# Registered with broker.extensions.setdefault(TOPIC_DELETED_LISTENERS, []).append(callback).
+TOPIC_DELETED_LISTENERS = "topic_deleted_listeners"
+
+
+def notify_topic_deleted(broker: Broker, name: str, partitions: int) -> None:
+    listeners = broker.extensions.get(TOPIC_DELETED_LISTENERS) or []
+    assert isinstance(listeners, list)
+    for listener in listeners:
+        try:
+            listener(name, partitions)
+        except Exception:  # noqa: BLE001 - one failing listener must not fail the deletion
+            log.exception("topic_deleted_listener_failed", topic=name, listener=repr(listener))
 
 
 def find_topic_by_id(broker: Broker, topic_id: bytes) -> TopicMetadata | None:

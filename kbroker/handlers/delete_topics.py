@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
-from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id
+from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id, notify_topic_deleted
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, UnknownTopicOrPartitionError
 from protocol.api_keys import ApiKey
@@ -91,6 +91,7 @@ def _delete(ctx: RequestContext, name: str) -> bytes:
         ctx.log.error("topic_delete_failed", topic=name, error=str(exc))
         raise fail(ErrorCode.KAFKA_STORAGE_ERROR, f"Could not delete the topic's log: {exc}") from None
     ctx.log.info("topic_deleted_by_request", topic=name)
+    notify_topic_deleted(ctx.broker, name, metadata.partitions)
     return metadata.topic_id.bytes
 
 
