@@ -13,9 +13,10 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
   from_broker_properties({"log.retention.hours": "48", ...}) -> LogConfig   broker-wide defaults
   to_properties(config) -> dict[str, str]
 
-  LogManager(data_dir, default_config=None, *, executor=None, retention_check_interval_ms=300_000,
+  LogManager(data_dir, default_config=None, *, executor=None, flush_threads=4, retention_check_interval_ms=300_000,
              checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000)
-    .startup() -> None                  load + recover; .had_clean_shutdown tells which
+    .startup() -> None                  load + recover; .had_clean_shutdown tells which;
+                                        .offline_partitions: {(topic, partition): reason} that failed to load
     await .shutdown() -> None           flush all, checkpoints, clean-shutdown marker
     .abort() -> None                    close without flush or marker (next start recovers)
     .create_topic(name, partitions, *, configs=None, topic_id=None) -> TopicMetadata
@@ -38,13 +39,16 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
         .region: FileRegion(fd, position, size) | None -> os.sendfile(sock, fd, position, size) or .read()
     .fetch_offset_by_timestamp(ts) -> TimestampAndOffset | None   ts >= 0, or LATEST/EARLIEST/MAX_TIMESTAMP
     .delete_records(offset) -> int               new log start offset (-1: the high watermark)
+    .batches(start_offset=None) -> Iterator[RecordBatch]   whole-log walk for state rebuilds (not fetches)
     .delete_old_segments(now=None) -> int;  .roll() -> LogSegment
     .log_start_offset, .log_end_offset, .high_watermark, .recovery_point, .size_in_bytes
+    .offline: str | None                         set after a failed fsync: appends raise LogOfflineError
     await .shutdown();  .close()
 
-Errors (errors.py): KafkaStorageError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRangeError, RecordTooLargeError
-(-> MESSAGE_TOO_LARGE), InvalidConfigError, InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError;
-a malformed append buffer raises protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
+Errors (errors.py): KafkaStorageError and its LogOfflineError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRangeError
+(-> OFFSET_OUT_OF_RANGE), RecordTooLargeError (-> MESSAGE_TOO_LARGE), InvalidConfigError (-> INVALID_CONFIG),
+InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError; a malformed append buffer raises
+protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
 """
 
 from kbroker.log.config import LogConfig, from_broker_properties, to_properties
@@ -53,6 +57,7 @@ from kbroker.log.errors import (
     InvalidTopicError,
     KafkaStorageError,
     LogError,
+    LogOfflineError,
     OffsetOutOfRangeError,
     RecordTooLargeError,
     TopicExistsError,
@@ -81,6 +86,7 @@ __all__ = [
     "KafkaStorageError",
     "LogConfig",
     "LogError",
+    "LogOfflineError",
     "LogManager",
     "LogReadResult",
     "OffsetOutOfRangeError",

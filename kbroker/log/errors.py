@@ -11,6 +11,11 @@ class KafkaStorageError(LogError):
     """Disk full, I/O error or an offline log: the produce path answers KAFKA_STORAGE_ERROR (56)."""
 
 
+class LogOfflineError(KafkaStorageError):
+    """The log stopped accepting writes after an I/O error it cannot undo (a failed fsync,
+    a partial write it could not cut); a restart recovers it. Also KAFKA_STORAGE_ERROR."""
+
+
 class OffsetOutOfRangeError(LogError):
     """An offset outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
 

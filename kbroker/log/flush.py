@@ -91,9 +91,11 @@ class GroupCommit:
         on_durable: Callable[[FlushPlan], None],
         durable_offset: Callable[[], int],
         executor: Executor | None,
+        on_failed: Callable[[Exception], None],
     ) -> None:
         self._plan = plan
         self._on_durable = on_durable
+        self._on_failed = on_failed
         self._durable_offset = durable_offset
         self._executor = executor
         self._task: asyncio.Task[None] | None = None
@@ -128,6 +130,7 @@ class GroupCommit:
             try:
                 await asyncio.get_running_loop().run_in_executor(self._executor, plan.run)
             except OSError as error:
+                self._on_failed(error)
                 raise KafkaStorageError(f"fsync failed: {error}") from error
             self._on_durable(plan)
         finally:
@@ -141,6 +144,7 @@ class GroupCommit:
         try:
             plan.run()
         except OSError as error:
+            self._on_failed(error)
             raise KafkaStorageError(f"fsync failed: {error}") from error
         self._on_durable(plan)
 

@@ -63,6 +63,7 @@ class LogManager:
         default_config: LogConfig | None = None,
         *,
         executor: Executor | None = None,
+        flush_threads: int = 4,
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
         flush_check_interval_ms: int = 1_000,
@@ -70,7 +71,7 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self.default_config = default_config or LogConfig()
         self._own_executor = executor is None
-        self.executor: Executor = executor or ThreadPoolExecutor(max_workers=2, thread_name_prefix="kbroker-fsync")
+        self.executor: Executor = executor or ThreadPoolExecutor(flush_threads, thread_name_prefix="kbroker-fsync")
         self.retention_check_interval_ms = retention_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.flush_check_interval_ms = flush_check_interval_ms
@@ -79,6 +80,7 @@ class LogManager:
         self._configs: dict[str, LogConfig] = {}
         self._logs: dict[TopicPartition, PartitionLog] = {}
         self._retired: list[tuple[int, PartitionLog, Path]] = []  # deleted topics' logs: close after, moved to
+        self.offline_partitions: dict[TopicPartition, str] = {}  # could not be loaded: KAFKA_STORAGE_ERROR
 
     # -- startup and shutdown ------------------------------------------
     def startup(self) -> None:
@@ -95,10 +97,15 @@ class LogManager:
             match = _PARTITION_DIR.match(directory.name)
             if match and directory.is_dir():
                 tp = (match.group(1), int(match.group(2)))
-                self._load_partition(directory, tp, recovery_points.get(tp, 0), start_offsets.get(tp, 0))
+                try:
+                    self._load_partition(directory, tp, recovery_points.get(tp, 0), start_offsets.get(tp, 0))
+                except KafkaStorageError as error:
+                    log.error("partition_offline", topic=tp[0], partition=tp[1], error=str(error))
+                    self.offline_partitions[tp] = str(error)
         for metadata in list(self._topics.values()):
             for partition in range(metadata.partitions):
-                if (metadata.name, partition) not in self._logs:
+                tp = (metadata.name, partition)
+                if tp not in self._logs and tp not in self.offline_partitions:
                     self._create_partition(metadata, partition)
         if self.had_clean_shutdown:
             marker.unlink()

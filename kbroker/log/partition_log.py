@@ -13,7 +13,7 @@ import asyncio
 import functools
 import os
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,13 +22,13 @@ from typing import Any, ParamSpec, TypeVar
 import structlog
 
 from kbroker.log.config import LogConfig
-from kbroker.log.errors import KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
+from kbroker.log.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError, RecordTooLargeError
 from kbroker.log.flush import FlushPlan, GroupCommit, plan_flush
 from kbroker.log.index import MAX_RELATIVE_OFFSET
 from kbroker.log.loader import RecoveryStats, load_segments
 from kbroker.log.scan import BatchHeader
 from kbroker.log.segment import AppendedBatch, LogSegment, now_ms
-from protocol.records import InvalidRecordError, RecordBatch, TimestampAndOffset
+from protocol.records import InvalidRecordError, RecordBatch, TimestampAndOffset, iter_batches
 
 log = structlog.get_logger(__name__)
 
@@ -128,7 +128,10 @@ class PartitionLog:
         self._rolls = 1  # the first flush also fsyncs the directory (a new segment file may be in it)
         self._synced_rolls = 0
         self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
-        self._commit = GroupCommit(self._plan_flush, self._on_durable, lambda: self.recovery_point, executor)
+        self.offline: str | None = None  # why appends are refused until a restart
+        self._commit = GroupCommit(
+            self._plan_flush, self._on_durable, lambda: self.recovery_point, executor, self._on_flush_failed
+        )
 
     @classmethod
     def open(
@@ -200,6 +203,8 @@ class PartitionLog:
         is `wait_for_ack`'s business. Raises RecordTooLargeError, InvalidRecordError
         (malformed buffer) or KafkaStorageError (nothing of the buffer is then readable).
         """
+        if self.offline is not None:
+            raise LogOfflineError(f"{self.directory.name} is offline: {self.offline}")
         now = now_ms() if now is None else now
         append_time = now if self.config.log_append_time else -1
         batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
@@ -207,7 +212,11 @@ class PartitionLog:
         base_offset = self.log_end_offset
         if segment.size == 0:
             segment.created_ms = now  # segment.ms counts from the first append
-        segment.append(buffer, batches)
+        try:
+            segment.append(buffer, batches)
+        except LogOfflineError as error:
+            self._go_offline(str(error))
+            raise
         flush_required = self.unflushed_messages >= self.config.flush_messages
         if flush_required and _running_loop() is not None:
             self._commit.flush_in_background(self.log_end_offset)
@@ -284,12 +293,25 @@ class PartitionLog:
         self.recovery_point = max(self.recovery_point, plan.target_offset)
         self.last_flush_ms = now_ms()
 
+    def _on_flush_failed(self, error: Exception) -> None:
+        # after a failed fsync the kernel may have dropped the dirty pages: never retry it
+        self._go_offline(f"fsync failed: {error}")
+
+    def _go_offline(self, reason: str) -> None:
+        if self.offline is None:
+            self.offline = reason
+            log.error("log_offline", topic=self.topic, partition=self.partition, reason=reason)
+
     async def flush(self, offset: int | None = None) -> None:
         """Return once everything below `offset` (default: the log end offset) is fsynced (group commit)."""
+        if self.offline is not None:
+            raise LogOfflineError(f"{self.directory.name} is offline: {self.offline}")
         await self._commit.flush(self.log_end_offset if offset is None else min(offset, self.log_end_offset))
 
     def flush_sync(self) -> None:
         """fsync everything now, in this thread (no asynchronous flush may be in flight)."""
+        if self.offline is not None:
+            raise LogOfflineError(f"{self.directory.name} is offline: {self.offline}")
         self._commit.flush_now()
 
     async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
@@ -324,6 +346,18 @@ class PartitionLog:
                 return self._result(FileRegion(segment.fd, first.position, size), first.base_offset)
             i += 1
         return self._result(None, fetch_offset)
+
+    def batches(self, start_offset: int | None = None, *, chunk_bytes: int = 8 << 20) -> Iterator[RecordBatch]:
+        """Every batch from the one holding `start_offset` (default: the log start offset) to the
+        log end, read in large chunks: for state rebuilds at startup, tools and tests, not fetches."""
+        offset = self.log_start_offset if start_offset is None else start_offset
+        while offset < self.log_end_offset:
+            data = self.read(offset, chunk_bytes).read()
+            if not data:
+                return
+            for batch in iter_batches(data):
+                yield batch
+                offset = batch.next_offset
 
     def _result(self, region: FileRegion | None, first_offset: int) -> LogReadResult:
         return LogReadResult(region, first_offset, self.high_watermark, self.log_start_offset, self.log_end_offset)
@@ -469,9 +503,11 @@ class PartitionLog:
     async def shutdown(self) -> None:
         """Flush everything, then close (orderly stop)."""
         await self.idle()
-        await self.flush()
-        self.active_segment.write_indexes(fsync=True)  # a clean start trusts them
-        self.close()
+        try:
+            await self.flush()
+            self.active_segment.write_indexes(fsync=True)  # a clean start trusts them
+        finally:
+            self.close()
 
     def close(self) -> None:
         """Write pending index entries and close every file (no fsync: flush first for that)."""

@@ -16,7 +16,7 @@ from typing import NamedTuple
 import structlog
 
 from kbroker.log.config import LogConfig
-from kbroker.log.errors import KafkaStorageError
+from kbroker.log.errors import KafkaStorageError, LogOfflineError
 from kbroker.log.index import IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
 from kbroker.log.scan import (
     BatchHeader,
@@ -273,7 +273,7 @@ class LogSegment:
             try:
                 os.ftruncate(self.fd, position)
             except OSError as truncate_error:
-                raise KafkaStorageError(f"{self.log_path}: append failed ({error}), cut failed too") from truncate_error
+                raise LogOfflineError(f"{self.log_path}: append failed ({error}), cut failed too") from truncate_error
             raise KafkaStorageError(f"{self.log_path}: append failed: {error}") from error
         self.size = position + len(data)
         for batch in batches:

@@ -209,3 +209,16 @@ def test_failed_shutdown_leaves_no_clean_marker(tmp_path, monkeypatch):
     manager = started(tmp_path)
     assert not manager.had_clean_shutdown and manager.get_log("t", 1).log_end_offset == 1
     stop(manager)
+
+
+def test_unloadable_partition_is_offline_and_the_rest_serves(tmp_path):
+    manager = started(tmp_path)
+    manager.create_topic("t", 2)
+    manager.get_log("t", 0).append(make_batch())
+    stop(manager)
+    (tmp_path / "t-1" / "00000000000000000000.log").unlink()
+    (tmp_path / "t-1" / "00000000000000000000.log").mkdir()  # open() of the segment now fails
+    manager = started(tmp_path)
+    assert manager.get_log("t", 1) is None and ("t", 1) in manager.offline_partitions
+    assert manager.get_log("t", 0).log_end_offset == 1
+    stop(manager)

@@ -9,7 +9,7 @@ import pytest
 
 from kbroker.log import flush as flush_module
 from kbroker.log.config import LogConfig
-from kbroker.log.errors import KafkaStorageError, OffsetOutOfRangeError, RecordTooLargeError
+from kbroker.log.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError, RecordTooLargeError
 from kbroker.log.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog
 from protocol.records import InvalidRecordError, RecordBatch
 from tests.log.batches import batches_of, make_batch
@@ -251,7 +251,7 @@ def test_flush_messages_forces_a_flush(tmp_path):
     log.close()
 
 
-def test_failed_fsync_raises_storage_error(tmp_path, monkeypatch):
+def test_failed_fsync_takes_the_log_offline(tmp_path, monkeypatch):
     log = PartitionLog.open(tmp_path / "t-0", LogConfig(fsync_before_ack=True))
 
     def broken(fd):
@@ -262,13 +262,19 @@ def test_failed_fsync_raises_storage_error(tmp_path, monkeypatch):
         monkeypatch.setattr(os, "fdatasync", broken)
         with pytest.raises(KafkaStorageError, match="Input/output"):
             await log.wait_for_ack(info, acks=-1)
-        assert log.recovery_point == 0
+        assert log.recovery_point == 0 and log.offline
         monkeypatch.undo()
-        await log.wait_for_ack(info, acks=-1)
-        assert log.recovery_point == 1
+        with pytest.raises(LogOfflineError):  # a failed fsync is never retried
+            await log.wait_for_ack(info, acks=-1)
+        with pytest.raises(LogOfflineError):
+            log.append(make_batch())
+        assert log.read(0, 100).first_offset == 0  # reads go on
 
     asyncio.run(scenario())
     log.close()
+    reopened = PartitionLog.open(tmp_path / "t-0", LogConfig())
+    assert reopened.offline is None and reopened.log_end_offset == 1
+    reopened.close()
 
 
 def test_roll_flushes_the_finished_segment_in_background(tmp_path):
@@ -355,3 +361,27 @@ def test_a_segment_flushed_while_active_gets_durable_indexes_after_its_roll(tmp_
     assert first.indexes_durable
     assert first.offset_index.path.read_bytes() == first.offset_index.encode_all()
     log.close()
+
+
+def test_a_write_that_cannot_be_cut_back_takes_the_log_offline(log, monkeypatch):
+    fill(log, 2)
+
+    def failing(*args):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "pwrite", failing)
+    monkeypatch.setattr(os, "ftruncate", failing)
+    with pytest.raises(LogOfflineError, match="cut failed"):
+        log.append(make_batch())
+    monkeypatch.undo()
+    with pytest.raises(LogOfflineError):
+        log.append(make_batch())
+    assert log.log_end_offset == 6
+
+
+def test_batches_iterates_everything_in_order(log):
+    fill(log, 30)
+    log.delete_records(4)
+    assert [b.base_offset for b in log.batches()] == list(range(3, 90, 3))
+    assert [b.base_offset for b in log.batches(80, chunk_bytes=10)] == [78, 81, 84, 87]
+    assert all(b.is_valid() for b in log.batches())
