@@ -1,0 +1,35 @@
+"""Idempotent producers (and, later, transactions): producer ids and per-partition producer state.
+
+Producer ids (producer_ids.py): `producer_id_manager(broker).generate()` hands out
+ids from blocks of 1000 persisted in `<data-dir>/producer-id-block`, never reused.
+
+Producer state (producer_state.py, states.py): per partition and producer id, the
+epoch and the last 5 batches. The Produce handler, for a batch with a producer id:
+
+    state = producer_states(ctx.broker).for_log(log)   # loads snapshot + log tail on first use
+    duplicate = state.check(batch)     # raises ProducerStateError (a KafkaProtocolError):
+                                       #   INVALID_PRODUCER_EPOCH or OUT_OF_ORDER_SEQUENCE_NUMBER
+    if duplicate is not None:          # answer success with duplicate.base_offset, append nothing
+        ...
+    info = log.append(...)
+    state.record(batch, info.base_offset, info.max_timestamp)
+
+check and record must run with no await between them and the append.
+State survives restarts: `<offset>.snapshot` files in the partition directory
+(snapshot.py) plus a header-only scan of the log after the newest usable one
+(recovery.py, scan.py).
+"""
+
+from kbroker.txn.producer_ids import ProducerIdManager, producer_id_manager
+from kbroker.txn.producer_state import DuplicateBatch, ProducerStateError, ProducerStateManager
+from kbroker.txn.states import ProducerStates, producer_states
+
+__all__ = [
+    "DuplicateBatch",
+    "ProducerIdManager",
+    "ProducerStateError",
+    "ProducerStateManager",
+    "ProducerStates",
+    "producer_id_manager",
+    "producer_states",
+]

@@ -1,0 +1,124 @@
+"""Loading a partition's producer state (newest usable snapshot + the log after it) and taking snapshots."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import structlog
+
+from kbroker.log import PartitionLog
+from kbroker.txn.producer_state import ProducerStateManager
+from kbroker.txn.scan import ProducerBatchHeader, batch_ending_at, log_headers
+from kbroker.txn.snapshot import (
+    Snapshot,
+    SnapshotError,
+    delete_snapshots,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
+
+log = structlog.get_logger(__name__)
+
+SNAPSHOTS_TO_KEEP = 2
+
+
+@dataclass(slots=True)
+class LoadStats:
+    snapshot_offset: int = -1  # -1: no usable snapshot, the log was scanned from its start
+    batches_scanned: int = 0
+    producers: int = 0
+    duration_ms: float = 0.0
+
+
+def _anchor(log_: PartitionLog, offset: int) -> ProducerBatchHeader | None:
+    return batch_ending_at(log_, offset - 1) if offset > 0 else None
+
+
+def is_anchored(log_: PartitionLog, snapshot: Snapshot) -> bool:
+    """Whether the log still holds the data the snapshot was taken of (see snapshot.py)."""
+    if snapshot.offset > log_.log_end_offset:
+        return False
+    header = _anchor(log_, snapshot.offset)
+    if header is not None:
+        return (header.base_offset, header.crc) == (snapshot.anchor_base, snapshot.anchor_crc)
+    # nothing ends at offset - 1: valid only when the log no longer holds (or never held) that offset
+    return snapshot.offset - 1 < log_.segments[0].base_offset
+
+
+def _usable_snapshot(log_: PartitionLog) -> Snapshot | None:
+    """The newest snapshot that matches the log; newer ones that do not are deleted."""
+    stale = []
+    chosen = None
+    for _offset, path in list_snapshots(log_.directory):
+        try:
+            snapshot = read_snapshot(path)
+        except SnapshotError as error:
+            log.warning("producer_snapshot_unreadable", path=str(path), error=str(error))
+            stale.append(path)
+            continue
+        if is_anchored(log_, snapshot):
+            chosen = snapshot
+            break
+        log.info("producer_snapshot_discarded", path=str(path), log_end_offset=log_.log_end_offset)
+        stale.append(path)
+    delete_snapshots(stale)
+    return chosen
+
+
+def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> LoadStats:
+    """Fill `manager` from the newest usable snapshot and the batch headers after it."""
+    started = time.perf_counter()
+    stats = LoadStats()
+    snapshot = _usable_snapshot(log_)
+    start = 0
+    if snapshot is not None:
+        manager.load(snapshot.entries)
+        start = stats.snapshot_offset = snapshot.offset
+    apply = manager.apply
+    for header in log_headers(log_, start):
+        if header.producer_id < 0 or header.last_offset < start:
+            continue
+        stats.batches_scanned += 1
+        apply(
+            header.producer_id,
+            header.producer_epoch,
+            header.base_sequence,
+            header.last_offset_delta,
+            header.base_offset,
+            header.max_timestamp,
+            is_transactional=header.is_transactional,
+            is_control=header.is_control,
+        )
+    manager.remove_expired()
+    stats.producers = len(manager)
+    stats.duration_ms = (time.perf_counter() - started) * 1000
+    log.info(
+        "producer_state_loaded",
+        topic=log_.topic,
+        partition=log_.partition,
+        snapshot_offset=stats.snapshot_offset,
+        batches_scanned=stats.batches_scanned,
+        producers=stats.producers,
+        log_end_offset=log_.log_end_offset,
+        duration_ms=round(stats.duration_ms, 3),
+    )
+    return stats
+
+
+def take_snapshot(log_: PartitionLog, manager: ProducerStateManager) -> Path:
+    """Snapshot the state at the log end offset; keep the newest SNAPSHOTS_TO_KEEP files."""
+    offset = log_.log_end_offset
+    anchor = _anchor(log_, offset)
+    snapshot = Snapshot(
+        offset,
+        anchor.base_offset if anchor is not None else -1,
+        anchor.crc if anchor is not None else 0,
+        list(manager.producers.values()),
+    )
+    path = write_snapshot(log_.directory, snapshot)
+    delete_snapshots(old for _, old in list_snapshots(log_.directory)[SNAPSHOTS_TO_KEEP:])
+    log.debug("producer_snapshot_written", topic=log_.topic, partition=log_.partition, offset=offset)
+    return path

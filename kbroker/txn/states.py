@@ -1,0 +1,131 @@
+"""The broker's producer state: one ProducerStateManager per partition log, loaded on first use.
+
+`producer_states(broker).for_log(log)` loads a partition's state the first time
+it is needed (newest usable snapshot, then the log's batch headers after it) and
+keeps it for the life of that PartitionLog object (a deleted topic's state goes
+with its log). Snapshots are taken after a record when the log has rolled a new
+segment (as Kafka snapshots at each roll) or SNAPSHOT_INTERVAL_MS has passed, and
+right after a load that had to scan batches.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from kbroker.log import PartitionLog
+from kbroker.txn.producer_state import (
+    DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
+    DEFAULT_EXPIRATION_MS,
+    ProducerStateManager,
+    wall_clock_ms,
+)
+from kbroker.txn.recovery import load_producer_state, take_snapshot
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+
+log = structlog.get_logger(__name__)
+
+EXTENSION = "producer_states"
+SNAPSHOT_INTERVAL_MS = 60_000
+
+
+class SnapshotPolicy:
+    """Decides, after each recorded batch, whether the partition's state is due for a snapshot."""
+
+    __slots__ = ("log", "manager", "interval_ms", "clock", "last_offset", "last_ms", "segment_base")
+
+    def __init__(self, log_: PartitionLog, manager: ProducerStateManager, interval_ms: int, clock: Callable[[], int]):
+        self.log = log_
+        self.manager = manager
+        self.interval_ms = interval_ms
+        self.clock = clock
+        self.last_offset = -1
+        self.last_ms = clock()
+        self.segment_base = log_.segments[-1].base_offset
+
+    def after_record(self) -> None:
+        segment_base = self.log.segments[-1].base_offset
+        if segment_base != self.segment_base or self.clock() - self.last_ms >= self.interval_ms:
+            self.segment_base = segment_base
+            self.snapshot()
+
+    def snapshot(self) -> None:
+        self.last_ms = self.clock()
+        if self.log.log_end_offset == self.last_offset:
+            return
+        try:
+            take_snapshot(self.log, self.manager)
+            self.last_offset = self.log.log_end_offset
+        except OSError as error:  # a snapshot only speeds up the next load: log and go on
+            log.warning(
+                "producer_snapshot_failed", topic=self.log.topic, partition=self.log.partition, error=str(error)
+            )
+
+
+class ProducerStates:
+    """Every partition's producer state, keyed by the PartitionLog object."""
+
+    def __init__(
+        self,
+        *,
+        expiration_ms: int = DEFAULT_EXPIRATION_MS,
+        expiration_check_interval_ms: int = DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
+        snapshot_interval_ms: int = SNAPSHOT_INTERVAL_MS,
+        clock: Callable[[], int] = wall_clock_ms,
+    ) -> None:
+        self.expiration_ms = expiration_ms
+        self.expiration_check_interval_ms = expiration_check_interval_ms
+        self.snapshot_interval_ms = snapshot_interval_ms
+        self.clock = clock
+        self._states: weakref.WeakKeyDictionary[PartitionLog, SnapshotPolicy] = weakref.WeakKeyDictionary()
+
+    def for_log(self, log_: PartitionLog) -> ProducerStateManager:
+        """The partition's state, loaded from snapshot + log on first use (KafkaStorageError if unreadable)."""
+        policy = self._states.get(log_)
+        if policy is None:
+            policy = self._load(log_)
+        return policy.manager
+
+    def _load(self, log_: PartitionLog) -> SnapshotPolicy:
+        manager = ProducerStateManager(
+            log_.topic,
+            log_.partition,
+            expiration_ms=self.expiration_ms,
+            expiration_check_interval_ms=self.expiration_check_interval_ms,
+            clock=self.clock,
+        )
+        stats = load_producer_state(log_, manager)
+        policy = SnapshotPolicy(log_, manager, self.snapshot_interval_ms, self.clock)
+        if stats.batches_scanned:
+            policy.snapshot()
+        else:
+            policy.last_offset = stats.snapshot_offset
+        manager.on_record = policy.after_record
+        self._states[log_] = policy
+        return policy
+
+    def loaded(self) -> list[tuple[PartitionLog, ProducerStateManager]]:
+        return [(log_, policy.manager) for log_, policy in self._states.items()]
+
+    def snapshot_all(self) -> None:
+        """Snapshot every loaded partition (call before the logs shut down, for a fast next start)."""
+        for policy in list(self._states.values()):
+            policy.snapshot()
+
+
+def producer_states(broker: Broker) -> ProducerStates:
+    """The broker's ProducerStates, created on first use from producer.id.expiration.* configs."""
+    states = broker.extensions.get(EXTENSION)
+    if states is None:
+        states = ProducerStates(
+            expiration_ms=broker.config.get_int("producer.id.expiration.ms"),
+            expiration_check_interval_ms=broker.config.get_int("producer.id.expiration.check.interval.ms"),
+        )
+        broker.extensions[EXTENSION] = states
+    assert isinstance(states, ProducerStates)
+    return states
