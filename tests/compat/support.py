@@ -91,18 +91,23 @@ class Compat:
         if absent:
             pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up records)")
 
-    def produce_later(self, topic: str, records: Sequence[Record], delay_s: float) -> DelayedProduce:
-        """Start producing ``records`` with kafka-python after ``delay_s`` seconds, in a thread."""
+    def produce_later(
+        self, topic: str, records: Sequence[Record], delay_s: float, repeat: bool = False
+    ) -> DelayedProduce:
+        """Produce ``records`` with kafka-python after ``delay_s`` seconds (and every ``delay_s`` if ``repeat``,
+        until joined), in a thread."""
         self._need_setup_producer()
-        delayed = DelayedProduce(self, topic, records, delay_s)
+        delayed = DelayedProduce(self, topic, records, delay_s, repeat)
         delayed.thread.start()
         return delayed
 
 
 class DelayedProduce:
-    """A produce that happens in the background; ``acked_at`` is the monotonic time its acks arrived."""
+    """A produce that happens in the background; ``acked_at`` is the monotonic time its (last) acks arrived."""
 
-    def __init__(self, compat: Compat, topic: str, records: Sequence[Record], delay_s: float) -> None:
+    def __init__(
+        self, compat: Compat, topic: str, records: Sequence[Record], delay_s: float, repeat: bool = False
+    ) -> None:
         from kafka import KafkaProducer
 
         self.producer = KafkaProducer(
@@ -112,23 +117,29 @@ class DelayedProduce:
         self.topic = topic
         self.records = records
         self.delay_s = delay_s
+        self.repeat = repeat
+        self.stopped = threading.Event()
         self.acked_at: float | None = None
         self.error: BaseException | None = None
         self.thread = threading.Thread(target=self._run, daemon=True)
 
     def _run(self) -> None:
         try:
-            time.sleep(self.delay_s)
-            futures = [
-                self.producer.send(self.topic, key=r.key, value=r.value, partition=r.partition) for r in self.records
-            ]
-            for future in futures:
-                future.get(timeout=20)
-            self.acked_at = time.monotonic()
+            while not self.stopped.wait(self.delay_s):
+                futures = [
+                    self.producer.send(self.topic, key=r.key, value=r.value, partition=r.partition)
+                    for r in self.records
+                ]
+                for future in futures:
+                    future.get(timeout=20)
+                self.acked_at = time.monotonic()
+                if not self.repeat:
+                    return
         except BaseException as exc:  # reported by join()
             self.error = exc
 
     def join(self) -> float:
+        self.stopped.set()
         self.thread.join(timeout=30)
         self.producer.close(timeout=5)
         if self.error is not None:
