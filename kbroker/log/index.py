@@ -12,6 +12,7 @@ chunks that the segment writes at flush, roll and close.
 
 from __future__ import annotations
 
+import operator
 import os
 import struct
 import sys
@@ -32,8 +33,7 @@ class IndexCorruptError(LogError):
 
 
 def _increasing(values: array, strict: bool) -> bool:
-    pairs = zip(values, islice(values, 1, None), strict=False)
-    return all(a < b for a, b in pairs) if strict else all(a <= b for a, b in pairs)
+    return all(map(operator.lt if strict else operator.le, values, islice(values, 1, None)))
 
 
 def write_index_file(path: Path, position: int, data: bytes, fsync: bool) -> None:
@@ -209,10 +209,8 @@ class TimeIndex(_SparseIndex):
     def load(self, next_offset_bound: int) -> None:
         """Read and sanity-check the file against the segment's offsets."""
         data = self.read_file()
-        timestamps, offsets = array("q"), array("I")
-        for timestamp, relative in TIME_ENTRY.iter_unpack(data):
-            timestamps.append(timestamp)
-            offsets.append(relative)
+        fields = struct.unpack(">" + "qI" * (len(data) // TIME_ENTRY.size), data)
+        timestamps, offsets = array("q", fields[0::2]), array("I", fields[1::2])
         if not _increasing(timestamps, strict=True) or not _increasing(offsets, strict=False):
             raise IndexCorruptError(f"{self.path.name}: entries are not increasing")
         if offsets and self.base_offset + offsets[-1] >= next_offset_bound:
