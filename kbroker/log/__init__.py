@@ -31,7 +31,7 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   PartitionLog.open(directory, config=None, *, log_start_offset=0, recovery_point=0, clean_shutdown=False,
                     executor=None) -> PartitionLog
-    .append(buffer: bytearray, *, leader_epoch=0, now=None) -> AppendInfo
+    .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None) -> AppendInfo
         rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file on return
     await .wait_for_ack(info, acks) -> None      fsync first when fsync_before_ack (acks=-1) or flush.messages
     await .flush(offset=None) -> None            group commit, off the event loop

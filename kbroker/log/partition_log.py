@@ -196,8 +196,8 @@ class PartitionLog:
 
     # -- append --------------------------------------------------------
     @_storage_errors
-    def append(self, buffer: bytearray, *, leader_epoch: int = 0, now: int | None = None) -> AppendInfo:
-        """Assign offsets to the batches in `buffer` (rewritten in place) and write them.
+    def append(self, buffer: bytearray | memoryview, *, leader_epoch: int = 0, now: int | None = None) -> AppendInfo:
+        """Assign offsets to the batches in `buffer` (writable; rewritten in place) and write them.
 
         The data is in the file (the OS page cache) when this returns; durability
         is `wait_for_ack`'s business. Raises RecordTooLargeError, InvalidRecordError
@@ -225,7 +225,7 @@ class PartitionLog:
         )
 
     def _assign_offsets(
-        self, buffer: bytearray, leader_epoch: int, append_time: int
+        self, buffer: bytearray | memoryview, leader_epoch: int, append_time: int
     ) -> tuple[list[AppendedBatch], int, int]:
         offset = self.log_end_offset
         batches: list[AppendedBatch] = []

@@ -385,3 +385,10 @@ def test_batches_iterates_everything_in_order(log):
     assert [b.base_offset for b in log.batches()] == list(range(3, 90, 3))
     assert [b.base_offset for b in log.batches(80, chunk_bytes=10)] == [78, 81, 84, 87]
     assert all(b.is_valid() for b in log.batches())
+
+
+def test_append_accepts_a_writable_view(log):
+    request = bytearray(b"header") + make_batch(2)
+    info = log.append(memoryview(request)[6:], leader_epoch=3)
+    assert info.base_offset == 0 and RecordBatch(request, 6).partition_leader_epoch == 3
+    assert log.read(0, 1000).read() == bytes(request[6:])
