@@ -18,6 +18,7 @@ import structlog
 from kbroker.broker import Broker, load_cluster_id, new_log_manager
 from kbroker.config import BrokerConfig
 from kbroker.connection import Connection, ConnectionRegistry
+from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 
 log = structlog.get_logger("kbroker.server")
@@ -50,6 +51,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
+    groups = start_group_coordinator(broker)
     registry = ConnectionRegistry(
         max_connections=config.get_int("max.connections"),
         idle_ms=config.get_int("connections.max.idle.ms"),
@@ -89,6 +91,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     for conn in conns:

@@ -1,0 +1,284 @@
+"""GroupRuntime: the asyncio shell around the pure coordinator and the offsets store.
+
+It turns deferred JoinGroup/SyncGroup answers into futures, runs one timer task
+that calls `tick()` at the coordinator's next deadline, writes group records and
+offset commits to __consumer_offsets, expires offsets and snapshots the log.
+Everything runs on the event loop thread; the coordinator is never awaited inside.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from kbroker.group import records
+from kbroker.group.config import GroupConfig
+from kbroker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
+from kbroker.group.group import ClassicGroup, CommittedOffset, TopicPartition
+from kbroker.group.offsets import GroupOffsets
+from kbroker.group.store import Entry, OffsetsStore
+from kbroker.log import LogError, RecordTooLargeError
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kbroker.log import LogManager
+
+log = structlog.get_logger(__name__)
+
+EXTENSION_KEY = "group_coordinator"
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupRuntime:
+    def __init__(
+        self,
+        config: GroupConfig,
+        logs: LogManager,
+        *,
+        clock: Callable[[], int] = wall_clock_ms,
+        snapshot_min_bytes: int | None = None,
+    ) -> None:
+        self.config = config
+        self.clock = clock
+        self.groups: dict[str, ClassicGroup] = {}
+        self.coordinator = GroupCoordinator(config, clock, self.groups)
+        self.offsets = GroupOffsets(config, clock, self.groups)
+        extra = {} if snapshot_min_bytes is None else {"snapshot_min_bytes": snapshot_min_bytes}
+        self.store = OffsetsStore(logs, config.offsets_topic_partitions, **extra)
+        self.active = False
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------
+    def load(self) -> None:
+        """Replay __consumer_offsets into memory (before serving)."""
+        started = time.perf_counter()
+        loaded = skipped = 0
+        for partition, key, value in self.store.replay():
+            try:
+                self._load_record(key, value)
+                loaded += 1
+            except (records.RecordFormatError, UnicodeDecodeError) as error:
+                skipped += 1
+                log.warning("offsets_record_skipped", partition=partition, error=str(error))
+        log.info(
+            "group_coordinator_loaded",
+            groups=len(self.groups),
+            records=loaded,
+            skipped=skipped,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+
+    def _load_record(self, key: bytes, value: bytes | None) -> None:
+        parsed = records.parse_key(key)
+        if isinstance(parsed, records.OffsetKey):
+            committed = None if value is None else records.parse_offset_value(value)
+            self.offsets.load_offset(parsed.group_id, parsed.tp, committed)
+        else:
+            group = None if value is None else records.parse_group_value(value)
+            self.offsets.load_group(parsed.group_id, group)
+
+    def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self.active = True
+        self._tasks = [
+            loop.create_task(self._run_timers(), name="group-timers"),
+            loop.create_task(self._run_expiry(), name="offsets-expiry"),
+        ]
+
+    async def stop(self) -> None:
+        """Answer every waiting JoinGroup/SyncGroup with NOT_COORDINATOR and stop the timers."""
+        self.active = False
+        self.coordinator.unload()
+        self._dispatch()
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, *self._background, return_exceptions=True)
+        log.info("group_coordinator_stopped", groups=len(self.groups))
+
+    # -- membership ------------------------------------------------------------------
+    async def join(self, request: JoinRequest) -> JoinResult:
+        future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
+        self.coordinator.join(future, request)
+        self._dispatch()
+        return await future
+
+    async def sync(self, request: SyncRequest) -> SyncResult:
+        future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
+        self.coordinator.sync(future, request)
+        self._dispatch()
+        return await future
+
+    def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
+        error = self.coordinator.heartbeat(group_id, member_id, instance_id, generation_id)
+        self._dispatch()
+        return error
+
+    def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        result = self.coordinator.leave(group_id, leaving)
+        self._dispatch()
+        return result
+
+    def _dispatch(self) -> None:
+        """Deliver the coordinator's answers, persist changed group records, re-arm the timer."""
+        for token, result in self.coordinator.take_replies():
+            if isinstance(token, asyncio.Future) and not token.done():
+                token.set_result(result)
+        dirty, self.coordinator.dirty = self.coordinator.dirty, set()
+        for group_id in dirty:
+            record = self.offsets.group_record(group_id)
+            if record is not None:
+                self._append_quietly(group_id, [(records.group_key(group_id), records.group_value(record))])
+        self._wake.set()
+
+    # -- offsets -----------------------------------------------------------------------
+    async def commit(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, CommittedOffset],
+    ) -> ErrorCode:
+        """Validate, append to __consumer_offsets, apply in memory, and return once durable."""
+        error = self.offsets.validate_commit(group_id, generation_id, member_id, instance_id)
+        if error is not ErrorCode.NONE or not offsets:
+            return error
+        entries = [(records.offset_key(group_id, tp), records.offset_value(c)) for tp, c in offsets.items()]
+        try:
+            partition_log, info = self.store.append(group_id, entries)
+        except RecordTooLargeError:
+            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        except LogError as failure:
+            log.error("offset_commit_write_failed", group=group_id, error=str(failure))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self.offsets.apply_commit(group_id, offsets)
+        self._maybe_snapshot(group_id)
+        try:
+            await self.store.wait_durable(partition_log, info)
+        except LogError as failure:
+            log.error("offset_commit_flush_failed", group=group_id, error=str(failure))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+    def fetch(
+        self, group_id: str, partitions: list[TopicPartition] | None
+    ) -> dict[TopicPartition, CommittedOffset | None]:
+        return self.offsets.fetch(group_id, partitions)
+
+    async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
+        results: dict[str, ErrorCode] = {}
+        writes: dict[str, Awaitable[ErrorCode]] = {}
+        for group_id in group_ids:
+            error, group = self.offsets.delete_group(group_id)
+            results[group_id] = error
+            if group is not None:
+                entries: list[Entry] = [(records.offset_key(group_id, tp), None) for tp in group.offsets]
+                entries.append((records.group_key(group_id), None))
+                writes[group_id] = self._append_tombstones(group_id, entries)
+                log.info("group_deleted", group=group_id, offsets=len(group.offsets))
+        for group_id, outcome in zip(writes, await asyncio.gather(*writes.values()), strict=True):
+            results[group_id] = outcome
+        return results
+
+    async def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition]
+    ) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+        error, errors = self.offsets.delete_offsets(group_id, partitions)
+        deleted = [tp for tp, e in errors.items() if e is ErrorCode.NONE]
+        if deleted:
+            outcome = await self._append_tombstones(
+                group_id, [(records.offset_key(group_id, tp), None) for tp in deleted]
+            )
+            if outcome is not ErrorCode.NONE:
+                return outcome, {}
+        return error, errors
+
+    async def _append_tombstones(self, group_id: str, entries: list[Entry]) -> ErrorCode:
+        try:
+            partition_log, info = self.store.append(group_id, entries)
+            await self.store.wait_durable(partition_log, info)
+        except LogError as failure:
+            log.error("offsets_tombstone_write_failed", group=group_id, error=str(failure))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+    def _append_quietly(self, group_id: str, entries: list[Entry]) -> None:
+        """Group records and expiry tombstones: no client waits for them; a failure is logged."""
+        try:
+            self.store.append(group_id, entries)
+        except LogError as failure:
+            log.error("group_record_write_failed", group=group_id, error=str(failure))
+            return
+        self._maybe_snapshot(group_id)
+
+    # -- expiry and snapshots ------------------------------------------------------------
+    def expire_offsets(self) -> int:
+        expired, dead = self.offsets.expire()
+        by_group: dict[str, list[Entry]] = {}
+        for group_id, tp in expired:
+            by_group.setdefault(group_id, []).append((records.offset_key(group_id, tp), None))
+        for group in dead:
+            by_group.setdefault(group.group_id, []).append((records.group_key(group.group_id), None))
+        for group_id, entries in by_group.items():
+            self._append_quietly(group_id, entries)
+        if expired or dead:
+            log.info("offsets_expired", offsets=len(expired), groups_removed=len(dead))
+        return len(expired)
+
+    def _maybe_snapshot(self, group_id: str) -> None:
+        partition = self.store.partition_for(group_id)
+        if not self.store.needs_snapshot(partition):
+            return
+        task = asyncio.get_running_loop().create_task(self.store.snapshot(partition, self.live_entries(partition)))
+        self._background.add(task)
+        task.add_done_callback(self._snapshot_done)
+
+    def _snapshot_done(self, task: asyncio.Task[None]) -> None:
+        self._background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("offsets_snapshot_failed", error=str(task.exception()))
+
+    def live_entries(self, partition: int) -> list[Entry]:
+        """Every current record of the groups stored in `partition`."""
+        entries: list[Entry] = []
+        for group_id, group in self.groups.items():
+            if self.store.partition_for(group_id) != partition:
+                continue
+            record = self.offsets.group_record(group_id)
+            if record is not None:
+                entries.append((records.group_key(group_id), records.group_value(record)))
+            entries += [(records.offset_key(group_id, tp), records.offset_value(c)) for tp, c in group.offsets.items()]
+        return entries
+
+    # -- tasks -------------------------------------------------------------------------
+    async def _run_timers(self) -> None:
+        while True:
+            self._wake.clear()
+            deadline = self.coordinator.next_deadline()
+            timeout = None if deadline is None else max(0.005, (deadline - self.clock()) / 1000)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout)
+            try:
+                self.coordinator.tick()
+            except Exception:  # noqa: BLE001 - a bug in one tick must not stop every group's timers
+                log.exception("group_timer_failed")
+            self._dispatch()
+            self._wake.clear()
+
+    async def _run_expiry(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            try:
+                self.expire_offsets()
+            except Exception:  # noqa: BLE001
+                log.exception("offsets_expiry_failed")

@@ -1,0 +1,175 @@
+"""OffsetsStore: committed offsets and group records kept in the internal __consumer_offsets topic.
+
+Each group lives in one partition, abs(java hashCode(group id)) % partitions as in
+Kafka. A commit is acknowledged once its batch is in the partition's log file, and
+fsynced when kbroker.fsync.before.ack is on. At startup every partition is replayed
+from its log start offset: later records win, a null value is a tombstone.
+
+Snapshots keep the replay short without a log cleaner: when a partition has grown
+past max(snapshot_min_bytes, 2 x its size after the last snapshot), the store rolls
+a new segment, writes every live record of that partition into it, fsyncs it,
+moves the log start offset to the snapshot's first offset and deletes the older
+segments. A crash anywhere in between leaves a log whose replay gives the same
+state (the snapshot repeats values that are already current).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import structlog
+
+from kbroker.log import AppendInfo, LogManager, PartitionLog, TopicExistsError
+from protocol.record_builder import SimpleRecord, build_record_batch
+from protocol.records import InvalidRecordError, iter_batches
+
+log = structlog.get_logger(__name__)
+
+OFFSETS_TOPIC = "__consumer_offsets"
+# Never deleted by retention (offsets expire through tombstones); segments as Kafka's offsets.topic.segment.bytes.
+TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
+SNAPSHOT_MIN_BYTES = 16 * 1024 * 1024
+MAX_BATCH_BYTES = 512 * 1024
+READ_CHUNK_BYTES = 4 * 1024 * 1024
+
+Entry = tuple[bytes, bytes | None]  # (key, value); value None = tombstone
+
+
+@dataclass
+class ReplayStats:
+    partitions: int = 0
+    records: int = 0
+    skipped: int = 0
+    bytes: int = 0
+    duration_ms: float = 0.0
+
+
+def partition_for(group_id: str, partitions: int) -> int:
+    """Kafka's Utils.abs(groupId.hashCode()) % partitions, with Java's String.hashCode over UTF-16."""
+    h = 0
+    data = group_id.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    signed = h - (1 << 32) if h >= 1 << 31 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
+class OffsetsStore:
+    def __init__(self, logs: LogManager, partitions: int, *, snapshot_min_bytes: int = SNAPSHOT_MIN_BYTES) -> None:
+        self.logs = logs
+        existing = logs.topic(OFFSETS_TOPIC)
+        self.partitions = existing.partitions if existing is not None else partitions
+        self.snapshot_min_bytes = snapshot_min_bytes
+        self._size_after_snapshot: dict[int, int] = {}
+        self.snapshotting: set[int] = set()
+
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.partitions)
+
+    # -- writes ------------------------------------------------------------------
+    def append(self, group_id: str, entries: Sequence[Entry]) -> tuple[PartitionLog, AppendInfo]:
+        """Write the entries of one group into its partition's log (page cache on return)."""
+        partition_log = self._log(self.partition_for(group_id))
+        return partition_log, partition_log.append(encode_batches(entries))
+
+    @staticmethod
+    async def wait_durable(partition_log: PartitionLog, info: AppendInfo) -> None:
+        """As an acks=all produce: fsynced first when the topic's kbroker.fsync.before.ack asks for it."""
+        await partition_log.wait_for_ack(info, -1)
+
+    def _log(self, partition: int) -> PartitionLog:
+        partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+        if partition_log is None:
+            self._create_topic()
+            partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+            assert partition_log is not None
+        return partition_log
+
+    def _create_topic(self) -> None:
+        try:
+            self.logs.create_topic(OFFSETS_TOPIC, self.partitions, configs=TOPIC_CONFIGS)
+        except TopicExistsError:
+            return
+        log.info("offsets_topic_created", topic=OFFSETS_TOPIC, partitions=self.partitions)
+
+    # -- snapshots ------------------------------------------------------------------
+    def needs_snapshot(self, partition: int) -> bool:
+        partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+        if partition_log is None or partition in self.snapshotting:
+            return False
+        base = self._size_after_snapshot.get(partition, 0)
+        return partition_log.size_in_bytes > max(self.snapshot_min_bytes, 2 * base)
+
+    async def snapshot(self, partition: int, live: list[Entry]) -> None:
+        """Rewrite the partition as `live` (every current record of its groups) and drop older segments.
+
+        The caller builds `live` and calls this without yielding in between, so the
+        snapshot is a consistent cut; records appended afterwards follow it in the log.
+        """
+        partition_log = self._log(partition)
+        self.snapshotting.add(partition)
+        try:
+            partition_log.roll()
+            start = partition_log.log_end_offset
+            if live:
+                partition_log.append(encode_batches(live))
+            await partition_log.flush()
+            partition_log.delete_records(start)
+            released = partition_log.delete_old_segments()
+            self._size_after_snapshot[partition] = partition_log.size_in_bytes
+            log.info(
+                "offsets_snapshot_written",
+                partition=partition,
+                records=len(live),
+                log_start_offset=start,
+                released_bytes=released,
+            )
+        finally:
+            self.snapshotting.discard(partition)
+
+    # -- replay ----------------------------------------------------------------------
+    def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """Every record of every partition, oldest first: (partition, key, value)."""
+        for partition in range(self.partitions):
+            partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+            if partition_log is not None:
+                for key, value in read_partition(partition_log):
+                    yield partition, key, value
+                self._size_after_snapshot[partition] = partition_log.size_in_bytes
+
+
+def read_partition(partition_log: PartitionLog) -> Iterator[Entry]:
+    offset = partition_log.log_start_offset
+    while offset < partition_log.log_end_offset:
+        data = partition_log.read(offset, READ_CHUNK_BYTES).read()
+        if not data:
+            break
+        try:
+            for batch in iter_batches(data):
+                if not batch.is_control:
+                    for record in batch.records():
+                        if record.offset >= offset and record.key is not None:
+                            yield bytes(record.key), None if record.value is None else bytes(record.value)
+                offset = batch.next_offset
+        except InvalidRecordError as error:  # recovery already cut torn tails; this is real corruption
+            log.error("offsets_log_unreadable", partition=partition_log.partition, offset=offset, error=str(error))
+            return
+
+
+def encode_batches(entries: Iterable[Entry]) -> bytearray:
+    """Entries as uncompressed record batches of at most about MAX_BATCH_BYTES each."""
+    now = int(time.time() * 1000)
+    out = bytearray()
+    pending: list[SimpleRecord] = []
+    size = 0
+    for key, value in entries:
+        pending.append(SimpleRecord(key, value, (), now))
+        size += len(key) + (len(value) if value else 0) + 16
+        if size >= MAX_BATCH_BYTES:
+            out += build_record_batch(pending)
+            pending, size = [], 0
+    if pending:
+        out += build_record_batch(pending)
+    return out

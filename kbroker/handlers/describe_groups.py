@@ -1,0 +1,61 @@
+"""DescribeGroups (15): state, protocol and members of classic groups.
+
+An unknown group is reported as Dead with no error (as Kafka does for classic
+groups). Member metadata and assignments, and the protocol name, only in Stable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.state import GroupState
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+
+
+@handles(ApiKey.DESCRIBE_GROUPS, "0-5")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = group_runtime(ctx.broker)
+    return {"throttle_time_ms": 0, "groups": [_describe(runtime.groups.get(g), g) for g in request["groups"]]}
+
+
+def _describe(group: Any, group_id: str) -> dict[str, Any]:
+    if not group_id:
+        return _summary(group_id, ErrorCode.INVALID_GROUP_ID, GroupState.DEAD.value)
+    if group is None:
+        return _summary(group_id, ErrorCode.NONE, GroupState.DEAD.value)
+    stable = group.state is GroupState.STABLE
+    protocol = group.protocol_name if stable else None
+    members = [
+        {
+            "member_id": m.member_id,
+            "group_instance_id": m.group_instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "member_metadata": m.metadata(protocol) if protocol else b"",
+            "member_assignment": m.assignment if stable else b"",
+        }
+        for m in group.members.values()
+    ]
+    summary = _summary(group_id, ErrorCode.NONE, group.state.value, group.protocol_type or "", protocol or "")
+    summary["members"] = members
+    return summary
+
+
+def _summary(
+    group_id: str, error: ErrorCode, state: str, protocol_type: str = "", protocol: str = ""
+) -> dict[str, Any]:
+    return {
+        "error_code": int(error),
+        "group_id": group_id,
+        "group_state": state,
+        "protocol_type": protocol_type,
+        "protocol_data": protocol,
+        "members": [],
+        "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }

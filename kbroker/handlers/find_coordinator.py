@@ -1,0 +1,54 @@
+"""FindCoordinator (10): this node coordinates every group (key type 0).
+
+Transactions (key type 1) have no coordinator yet: COORDINATOR_NOT_AVAILABLE, which
+clients retry. Versions 0-3 only: from v4 clients batch keys, which kbroker does not
+advertise (Java then sends one key per request).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+
+
+@handles(ApiKey.FIND_COORDINATOR, "0-3")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    key_type = request["key_type"]
+    if key_type == TRANSACTION_KEY_TYPE:
+        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "kbroker has no transaction coordinator yet")
+    if key_type != GROUP_KEY_TYPE:
+        return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    if not request["key"]:
+        return _error(ErrorCode.INVALID_REQUEST, "the group id is empty")
+    try:
+        group_runtime(ctx.broker)
+    except KafkaProtocolError as error:
+        return _error(error.code, error.message)
+    broker = ctx.broker
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "error_message": None,
+        "node_id": broker.node_id,
+        "host": broker.advertised_host,
+        "port": broker.advertised_port,
+    }
+
+
+def _error(code: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "node_id": -1,
+        "host": "",
+        "port": -1,
+    }

@@ -1,0 +1,51 @@
+"""OffsetDelete (47): drop a group's offsets of partitions it does not consume.
+
+Allowed for an empty group, or for topics no member of a consumer group subscribes
+to (GROUP_SUBSCRIBED_TO_TOPIC otherwise).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+
+@handles(ApiKey.OFFSET_DELETE, "0")
+async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = group_runtime(ctx.broker)
+    errors: dict[tuple[str, int], ErrorCode] = {}
+    known: list[tuple[str, int]] = []
+    for topic in request["topics"]:
+        meta = ctx.broker.logs.topic(topic["name"])
+        for partition in topic["partitions"]:
+            tp = (topic["name"], partition["partition_index"])
+            if meta is None or not 0 <= tp[1] < meta.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            else:
+                known.append(tp)
+    error, results = await runtime.delete_offsets(request["group_id"] or "", known)
+    if error is not ErrorCode.NONE:
+        return {"throttle_time_ms": 0, "error_code": int(error), "topics": []}
+    errors.update(results)
+    return {
+        "throttle_time_ms": 0,
+        "error_code": 0,
+        "topics": [
+            {
+                "name": topic["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(errors[(topic["name"], p["partition_index"])]),
+                    }
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in request["topics"]
+        ],
+    }

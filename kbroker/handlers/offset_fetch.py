@@ -1,0 +1,66 @@
+"""OffsetFetch (9): a group's committed offsets; -1 where nothing is committed.
+
+Topics null (v2+) asks for every committed partition; v8 batches groups.
+RequireStable (v7+) is accepted: without transactions no offset is ever pending.
+"""
+
+from __future__ import annotations
+
+from itertools import groupby
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+
+NO_OFFSET = -1
+NO_LEADER_EPOCH = -1
+
+
+@handles(ApiKey.OFFSET_FETCH, "1-8")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = group_runtime(ctx.broker)
+    if ctx.api_version >= 8:
+        groups = [
+            {
+                "group_id": group["group_id"],
+                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"]),
+                "error_code": 0,
+            }
+            for group in request["groups"]
+        ]
+        return {"throttle_time_ms": 0, "groups": groups}
+    topics = _fetch(runtime.fetch, request["group_id"], request["topics"])
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
+
+
+def _fetch(fetch: Any, group_id: str, requested: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    wanted = None
+    if requested is not None:
+        wanted = [(t["name"], p) for t in requested for p in t["partition_indexes"]]
+    found: dict[TopicPartition, CommittedOffset | None] = fetch(group_id or "", wanted)
+    ordered = list(found.items()) if wanted is not None else sorted(found.items())
+    return [
+        {"name": name, "partitions": [_partition(tp[1], committed) for tp, committed in entries]}
+        for name, entries in groupby(ordered, key=lambda item: item[0][0])
+    ]
+
+
+def _partition(index: int, committed: CommittedOffset | None) -> dict[str, Any]:
+    if committed is None:
+        return {
+            "partition_index": index,
+            "committed_offset": NO_OFFSET,
+            "committed_leader_epoch": NO_LEADER_EPOCH,
+            "metadata": "",
+            "error_code": 0,
+        }
+    return {
+        "partition_index": index,
+        "committed_offset": committed.offset,
+        "committed_leader_epoch": committed.leader_epoch,
+        "metadata": committed.metadata,
+        "error_code": 0,
+    }
