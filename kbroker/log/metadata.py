@@ -18,7 +18,7 @@ TOPICS_DIR = "topics.d"
 PARTITION_METADATA = "partition.metadata"
 METADATA_VERSION = 1
 MAX_TOPIC_LENGTH = 249
-_LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]+$")
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]+")
 
 
 def validate_topic_name(name: str) -> None:
@@ -27,7 +27,7 @@ def validate_topic_name(name: str) -> None:
         raise InvalidTopicError(f"topic name {name!r} is illegal")
     if len(name) > MAX_TOPIC_LENGTH:
         raise InvalidTopicError(f"topic name is longer than {MAX_TOPIC_LENGTH} characters")
-    if not _LEGAL_TOPIC.match(name):
+    if not _LEGAL_TOPIC.fullmatch(name):
         raise InvalidTopicError(f"topic name {name!r} has characters outside [a-zA-Z0-9._-]")
 
 
