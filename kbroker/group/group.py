@@ -134,27 +134,35 @@ class ClassicGroup:
         return next(name for name in order if votes.get(name) == best)
 
     def subscribed_topics(self) -> set[str] | None:
-        """Topics the members of a consumer group subscribe to; None when not a consumer group."""
+        """Topics the members of a consumer group subscribe to; None when not a consumer group
+        or when a member's subscription cannot be read (then no topic counts as unsubscribed)."""
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         topics: set[str] = set()
         for member in self.members.values():
             if member.protocols:
-                topics |= parse_subscription_topics(member.protocols[0][1])
+                parsed = parse_subscription_topics(member.protocols[0][1])
+                if parsed is None:
+                    return None
+                topics |= parsed
         return topics
 
 
-def parse_subscription_topics(metadata: bytes) -> set[str]:
+def parse_subscription_topics(metadata: bytes) -> set[str] | None:
     """The topics of a ConsumerProtocol Subscription (int16 version, then an int32 count of int16 strings)."""
+    if len(metadata) < 6:
+        return None
+    count = int.from_bytes(metadata[2:6], "big", signed=True)
+    position = 6
     topics: set[str] = set()
-    try:
-        count = int.from_bytes(metadata[2:6], "big", signed=True)
-        position = 6
-        for _ in range(max(0, count)):
-            length = int.from_bytes(metadata[position : position + 2], "big", signed=True)
-            position += 2
+    for _ in range(count):
+        length = int.from_bytes(metadata[position : position + 2], "big", signed=True)
+        position += 2
+        if length < 0 or position + length > len(metadata):
+            return None
+        try:
             topics.add(bytes(metadata[position : position + length]).decode())
-            position += length
-    except (UnicodeDecodeError, ValueError):
-        pass
+        except UnicodeDecodeError:
+            return None
+        position += length
     return topics
