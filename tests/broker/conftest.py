@@ -165,3 +165,9 @@ def list_offset(client: RawClient, topic: str, timestamp: int, *, version: int =
     }
     response = client.call(ApiKey.LIST_OFFSETS, version, body)
     return dict(response["topics"][0]["partitions"][0])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # kafka-python loads its protocol schemas with a deprecated importlib.resources call
+    config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.protocol.schemas.load_json")
+    config.addinivalue_line("filterwarnings", "ignore:open_text is deprecated:DeprecationWarning")

@@ -343,3 +343,144 @@ def test_sendfile_keeps_the_byte_order(tmp_path: Any, already_buffered: bytes, s
         theirs.close()
     expected = already_buffered + b"head" + content[10:100_010] + b"middle" + content[200_000:290_000]
     assert bytes(received) == expected
+
+
+# -- real clients -------------------------------------------------------------------------------
+
+RECORDS = 1000
+
+
+def _expected(topic: str) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
+    base = 1_700_000_000_000
+    return [(b"key-%d" % i, b"value-%d" % i * 3, [("h", b"%d" % i)], base + i) for i in range(RECORDS)]
+
+
+@pytest.mark.parametrize("codec", ["none", "gzip", "snappy", "lz4", "zstd"])
+def test_confluent_kafka_round_trip(broker: BrokerProcess, codec: str) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    topic = unique_topic(f"ck-{codec}")
+    with RawClient(broker.bootstrap) as client:
+        create_topic(client, topic)
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "acks": "all", "compression.type": codec, "linger.ms": 5}
+    )
+    failures: list[Any] = []
+    for key, value, headers, ts in _expected(topic):
+        producer.produce(
+            topic, value, key, timestamp=ts, headers=headers, on_delivery=lambda e, m: e and failures.append(e)
+        )
+    assert producer.flush(30) == 0 and not failures
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            for message in consumer.consume(500, 1.0):
+                assert message.error() is None, message.error()
+                got.append(message)
+    finally:
+        consumer.close()
+    assert [m.offset() for m in got] == list(range(RECORDS))
+    assert [(m.key(), m.value(), m.headers(), m.timestamp()[1]) for m in got] == _expected(topic)
+
+
+def test_confluent_kafka_long_poll_gets_a_record_produced_later(broker: BrokerProcess, topic: str) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "fetch.wait.max.ms": 5000,
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        assert consumer.poll(1.0) is None
+        begin = time.monotonic()
+        _produce_later(broker, 1.0, topic, batch_of(1))
+        message = consumer.poll(5.0)
+        elapsed = time.monotonic() - begin
+    finally:
+        consumer.close()
+    assert message is not None and message.error() is None and message.offset() == 0
+    assert elapsed < 1.5
+
+
+def test_kafka_python_round_trip(broker: BrokerProcess, topic: str) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", enable_idempotence=False, linger_ms=5)
+    for key, value, headers, ts in _expected(topic):
+        producer.send(topic, value=value, key=key, headers=headers, timestamp_ms=ts)
+    producer.flush(30)
+    producer.close()
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, enable_auto_commit=False, fetch_max_wait_ms=200)
+    try:
+        partition = TopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek_to_beginning(partition)
+        got: list[Any] = []
+        deadline = time.monotonic() + 30
+        while len(got) < RECORDS and time.monotonic() < deadline:
+            for messages in consumer.poll(1000).values():
+                got.extend(messages)
+    finally:
+        consumer.close()
+    assert [m.offset for m in got] == list(range(RECORDS))
+    assert [(m.key, m.value, list(m.headers), m.timestamp) for m in got] == _expected(topic)
+
+
+def test_aiokafka_round_trip(broker: BrokerProcess, topic: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    async def run() -> list[Any]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, acks="all", compression_type="lz4")
+        await producer.start()
+        try:
+            for key, value, headers, ts in _expected(topic):
+                await producer.send(topic, value=value, key=key, headers=headers, timestamp_ms=ts)
+            await producer.flush()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap, enable_auto_commit=False, auto_offset_reset="earliest"
+        )
+        await consumer.start()
+        got: list[Any] = []
+        try:
+            partition = TopicPartition(topic, 0)
+            consumer.assign([partition])
+            await consumer.seek_to_beginning(partition)
+            deadline = time.monotonic() + 30
+            while len(got) < RECORDS and time.monotonic() < deadline:
+                for messages in (await consumer.getmany(timeout_ms=1000)).values():
+                    got.extend(messages)
+        finally:
+            await consumer.stop()
+        return got
+
+    got = asyncio.run(run())
+    assert [m.offset for m in got] == list(range(RECORDS))
+    assert [(m.key, m.value, list(m.headers), m.timestamp) for m in got] == _expected(topic)
+
+
+def test_idle_cpu_with_a_waiting_librdkafka_consumer(broker: BrokerProcess, topic: str) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    assert broker.proc is not None
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    try:
+        consumer.assign([TopicPartition(topic, 0, 0)])
+        consumer.poll(1.0)  # connected and long-polling (fetch.wait.max.ms 500)
+        before, begin = _cpu_seconds(broker.proc.pid), time.monotonic()
+        consumer.poll(3.0)
+        used, wall = _cpu_seconds(broker.proc.pid) - before, time.monotonic() - begin
+    finally:
+        consumer.close()
+    assert used / wall < 0.03, f"{used:.3f}s of CPU in {wall:.2f}s"
