@@ -350,7 +350,7 @@ def test_sendfile_keeps_the_byte_order(tmp_path: Any, already_buffered: bytes, s
 RECORDS = 1000
 
 
-def _expected(topic: str) -> list[tuple[bytes, bytes, list[tuple[str, bytes]], int]]:
+def _expected(topic: str) -> list[tuple[bytes, bytes, list[tuple[str, str | bytes | None]], int]]:
     base = 1_700_000_000_000
     return [(b"key-%d" % i, b"value-%d" % i * 3, [("h", b"%d" % i)], base + i) for i in range(RECORDS)]
 
@@ -366,10 +366,13 @@ def test_confluent_kafka_round_trip(broker: BrokerProcess, codec: str) -> None:
         {"bootstrap.servers": broker.bootstrap, "acks": "all", "compression.type": codec, "linger.ms": 5}
     )
     failures: list[Any] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None:
+            failures.append(error)
+
     for key, value, headers, ts in _expected(topic):
-        producer.produce(
-            topic, value, key, timestamp=ts, headers=headers, on_delivery=lambda e, m: e and failures.append(e)
-        )
+        producer.produce(topic, value, key, timestamp=ts, headers=list(headers), on_delivery=delivered)
     assert producer.flush(30) == 0 and not failures
     consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False})
     try:
