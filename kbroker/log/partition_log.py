@@ -156,6 +156,8 @@ class PartitionLog:
                 recovery_point=recovery_point,
                 clean_shutdown=clean_shutdown,
             )
+            if log_start_offset > segments[-1].next_offset:
+                segments = _start_empty_at(directory, config, segments, log_start_offset)
         except OSError as error:
             raise KafkaStorageError(f"{directory}: load failed: {error}") from error
         # a clean stop flushed everything; a recovery fsynced what it scanned, and the rest was durable
@@ -527,6 +529,20 @@ class PartitionLog:
             f"PartitionLog({self.directory.name}, log_start_offset={self.log_start_offset}, "
             f"log_end_offset={self.log_end_offset}, segments={len(self.segments)})"
         )
+
+
+def _start_empty_at(directory: Path, config: LogConfig, segments: list[LogSegment], offset: int) -> list[LogSegment]:
+    """The log ends below its checkpointed start (data lost in recovery): as Kafka does, drop it
+    and start empty at the log start offset, so no offset a client saw is handed out again."""
+    log.warning(
+        "log_truncated_fully",
+        directory=str(directory),
+        log_end_offset=segments[-1].next_offset,
+        log_start_offset=offset,
+    )
+    for segment in segments:
+        segment.destroy()
+    return [LogSegment.create(directory, offset, config)]
 
 
 def _running_loop() -> Any:

@@ -217,3 +217,13 @@ def test_rebuilt_index_files_match_the_originals(tmp_path, clean):
             assert rebuilt == original, name
         else:  # a rebuild lacks only the final entry a roll adds
             assert original.startswith(rebuilt) and len(original) - len(rebuilt) in (0, 12), name
+
+
+def test_log_start_beyond_the_recovered_end_starts_empty_there(tmp_path):
+    build(tmp_path / "t-0")
+    active = segment_files(tmp_path / "t-0", ".log")[-1]
+    os.truncate(active, 0)  # the tail is lost
+    log = PartitionLog.open(tmp_path / "t-0", CONFIG, log_start_offset=10**4, recovery_point=0)
+    assert (log.log_start_offset, log.log_end_offset, len(log.segments)) == (10**4, 10**4, 1)
+    assert log.append(make_batch()).base_offset == 10**4
+    log.close()
