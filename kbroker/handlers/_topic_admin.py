@@ -186,7 +186,7 @@ def static_broker_configs_error(names: Iterable[str]) -> KafkaProtocolError:
     listed = ", ".join(sorted(set(names)))
     return fail(
         ErrorCode.INVALID_REQUEST,
-        f"Cannot update these configs dynamically: {listed}. kbroker's broker configs are static: "
+        f"Cannot update these configs dynamically: [{listed}]. kbroker's broker configs are static: "
         "set them in server.properties or with --config and restart (topic configs can be altered).",
     )
 

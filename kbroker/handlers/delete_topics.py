@@ -29,6 +29,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return _response([_result(name, topic_id, error) for name, topic_id in targets])
     names = [name for name, topic_id in targets if name is not None and topic_id == ZERO_UUID]
     ids = [topic_id for name, topic_id in targets if name is None and topic_id != ZERO_UUID]
+    targets = list(dict.fromkeys(targets))  # a name or id given twice is answered once, as Kafka does
     resolved: list[str | KafkaProtocolError] = []
     for name, topic_id in targets:  # resolve every entry before deleting anything
         try:

@@ -124,6 +124,8 @@ def test_topic_sources_and_synonyms(raw: RawClient) -> None:
     retention = configs["retention.ms"]
     assert (retention["value"], retention["config_source"], retention["read_only"]) == ("60000", SOURCE_TOPIC, False)
     synonyms = [(s["name"], s["source"]) for s in retention["synonyms"]]
+    # Kafka 4.3 lists only ("retention.ms", 1) here: its ConfigHelper drops the synonyms ranked before the
+    # first one carrying the primary broker name (log.retention.ms, unset). kbroker lists every one with a value.
     assert synonyms == [("retention.ms", SOURCE_TOPIC), ("log.retention.hours", SOURCE_DEFAULT)]
     assert retention["synonyms"][0]["value"] == "60000"
     segment = configs["segment.bytes"]
@@ -317,6 +319,9 @@ def test_incremental_append_and_subtract(raw: RawClient) -> None:
     assert values(raw, name)["cleanup.policy"] == ("delete,compact", SOURCE_TOPIC)
     assert incremental(raw, TOPIC, name, [("cleanup.policy", SUBTRACT, "delete")])["error_code"] == 0
     assert values(raw, name)["cleanup.policy"] == ("compact", SOURCE_TOPIC)
+    # An empty list is accepted as in Kafka: neither deletion nor compaction.
+    assert incremental(raw, TOPIC, name, [("cleanup.policy", SUBTRACT, "compact")])["error_code"] == 0
+    assert values(raw, name)["cleanup.policy"] == ("", SOURCE_TOPIC)
 
 
 def test_incremental_errors(raw: RawClient) -> None:
