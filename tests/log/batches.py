@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import RecordBatch, iter_batches
+
+T = TypeVar("T")
 
 
 def make_batch(records: int = 1, value_size: int = 10, timestamp: int = 1_000, *, seed: int = 0) -> bytearray:
@@ -21,3 +25,9 @@ def batches_of(data: bytes) -> list[RecordBatch]:
 def payload(batch: RecordBatch) -> bytes:
     """The batch's bytes from the CRC on: what the broker must keep exactly."""
     return bytes(batch.view()[17:])
+
+
+def some(value: T | None) -> T:
+    """The value, which the test expects to be there."""
+    assert value is not None
+    return value

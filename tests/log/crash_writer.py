@@ -37,6 +37,7 @@ async def main(data_dir: str, seed: int) -> None:
     if manager.topic(TOPIC) is None:
         manager.create_topic(TOPIC, 1, configs=CONFIGS)
     log = manager.get_log(TOPIC, 0)
+    assert log is not None
     sys.stdout.write(f"READY {log.log_end_offset}\n")
     sys.stdout.flush()
     tasks = [asyncio.create_task(producer(log, random.Random(seed * 100 + i), seed + i)) for i in range(8)]

@@ -23,13 +23,15 @@ def run_and_kill(data_dir: Path, seed: int, run_seconds: float) -> list[tuple[in
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
     )
+    assert child.stdout is not None
+    stdout = child.stdout
     output = b""
     deadline = None
     try:
         while True:
-            ready, _, _ = select.select([child.stdout], [], [], 5)
+            ready, _, _ = select.select([stdout], [], [], 5)
             assert ready, "the crash writer is silent"
-            chunk = os.read(child.stdout.fileno(), 65536)
+            chunk = os.read(stdout.fileno(), 65536)
             assert chunk, f"the crash writer exited with {child.wait()}"
             output += chunk
             if deadline is None and b"READY" in output:
@@ -39,8 +41,8 @@ def run_and_kill(data_dir: Path, seed: int, run_seconds: float) -> list[tuple[in
     finally:
         child.send_signal(signal.SIGKILL)
         child.wait()
-    output += child.stdout.read()
-    child.stdout.close()
+    output += stdout.read()
+    stdout.close()
     acks = []
     for line in output.split(b"\n"):
         if line.startswith(b"ACK "):
@@ -69,6 +71,7 @@ def verify(data_dir: Path, acknowledged: dict[int, tuple[int, int]]) -> int:
     manager.startup()
     assert not manager.had_clean_shutdown
     log = manager.get_log("crash", 0)
+    assert log is not None
     found = {}
     offset = log.log_start_offset
     while offset < log.log_end_offset:

@@ -301,7 +301,7 @@ def test_stored_bytes_are_the_clients(log):
 
 
 def test_ack_waits_for_an_fsync_covering_the_batch(tmp_path, monkeypatch):
-    synced = {}  # fd -> file size when fdatasync returned
+    synced: dict[int, int] = {}  # fd -> file size when fdatasync returned
     real = os.fdatasync
 
     def recording(fd):

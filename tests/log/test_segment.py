@@ -7,7 +7,7 @@ from kbroker.log.index import OffsetIndex, TimeIndex
 from kbroker.log.scan import InvalidBatchError, find_batch_from, iter_headers, last_batch_end, scan_and_index
 from kbroker.log.segment import AppendedBatch, LogSegment
 from protocol.records import RecordBatch
-from tests.log.batches import make_batch
+from tests.log.batches import make_batch, some
 
 CONFIG = LogConfig(index_interval_bytes=500)
 
@@ -72,7 +72,7 @@ def test_reopen_loads_indexes_lazily(segment, tmp_path):
     segment.close()
     reopened = LogSegment.open(tmp_path, 100, CONFIG)
     assert not reopened.indexes_loaded
-    assert reopened.find_batch(150).base_offset == 150
+    assert some(reopened.find_batch(150)).base_offset == 150
     assert reopened.indexes_loaded and reopened.next_offset == 180 and reopened.max_timestamp == 1391
     reopened.close()
 
@@ -111,9 +111,9 @@ def test_scans_agree(tmp_path):
     assert result.error is None and result.valid_end == segment.size and result.next_offset == 100
     assert list(offsets.offsets) == list(segment.offset_index.offsets)
     assert list(times.timestamps) == list(segment.time_index.timestamps)
-    assert find_batch_from(segment.fd, 0, segment.size, 51).base_offset == 50
+    assert some(find_batch_from(segment.fd, 0, segment.size, 51)).base_offset == 50
     middle = headers[10].position
-    assert find_batch_from(segment.fd, middle, segment.size, 0).position == middle
+    assert some(find_batch_from(segment.fd, middle, segment.size, 0)).position == middle
     with pytest.raises(InvalidBatchError):
         find_batch_from(segment.fd, middle, segment.size, 0, start_base=7)
     assert last_batch_end(segment.fd, 0, segment.size, headers[5].end + 10) == headers[5].end
@@ -133,9 +133,13 @@ def test_scan_stops_at_a_bad_crc_and_an_offset_gap(tmp_path):
     result = scan_and_index(
         segment.fd, segment.size, 0, 500, OffsetIndex(tmp_path / "x", 0, 99), TimeIndex(tmp_path / "y", 0, 99)
     )
-    assert (result.valid_end, result.next_offset, result.error.reason) == (headers[3].position, 6, "CRC-32C mismatch")
+    assert (result.valid_end, result.next_offset, some(result.error).reason) == (
+        headers[3].position,
+        6,
+        "CRC-32C mismatch",
+    )
     result = scan_and_index(
         segment.fd, segment.size, 1, 500, OffsetIndex(tmp_path / "x", 1, 99), TimeIndex(tmp_path / "y", 1, 99)
     )
-    assert result.valid_end == 0 and "expected 1" in result.error.reason
+    assert result.valid_end == 0 and "expected 1" in some(result.error).reason
     segment.close()
