@@ -31,6 +31,8 @@ ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
 def _kind(exc: BaseException) -> str:
     if isinstance(exc, errors.OffsetOutOfRangeError):
         return "offset_out_of_range"
+    if isinstance(exc, errors.MessageSizeTooLargeError):
+        return "message_too_large"
     if isinstance(exc, errors.UnknownTopicOrPartitionError):
         return "unknown_topic"
     if isinstance(exc, errors.KafkaTimeoutError):

@@ -100,7 +100,8 @@ class KcatClient(Client):
             lines.append(key + (r.value or b""))
         code, _, err = _run(args, RECORD_SEP.join(lines) + RECORD_SEP, timeout_s=60)
         if code != 0 or "% ERROR" in err:
-            raise ClientError("other", f"kcat -P exited {code}: {err.strip()}")
+            kind = "message_too_large" if "Message size too large" in err else "other"
+            raise ClientError(kind, f"kcat -P exited {code}: {err.strip()}")
 
     def consume(
         self,

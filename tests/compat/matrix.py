@@ -31,6 +31,8 @@ SCENARIOS: list[tuple[str, str]] = [
     ("test_auto_create_on_metadata", "7 auto-create on metadata"),
     ("test_long_poll_wakes_on_produce", "8 long poll"),
     ("test_delete_records", "9 DeleteRecords"),
+    ("test_record_larger_than_max_message_bytes_is_rejected", "max.message.bytes rejects a larger record"),
+    ("test_log_append_time_replaces_producer_timestamps", "LogAppendTime topic"),
 ]
 
 

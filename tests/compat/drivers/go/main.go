@@ -129,6 +129,8 @@ func kind(err error) string {
 	switch {
 	case errors.Is(err, kerr.OffsetOutOfRange):
 		return "offset_out_of_range"
+	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
+		return "message_too_large"
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return "unknown_topic"
 	case errors.Is(err, kerr.UnsupportedVersion):

@@ -179,7 +179,9 @@ const ADMIN = {
 }
 
 function kind (error) {
-  const type = error && error.type
+  const cause = error && !error.type && error.originalError ? error.originalError : error
+  const type = cause && cause.type
+  if (type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE') return 'message_too_large'
   if (type === 'OFFSET_OUT_OF_RANGE') return 'offset_out_of_range'
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'unknown_topic'
   if (error && error.name === 'KafkaJSServerDoesNotSupportApiKey') return 'unsupported'

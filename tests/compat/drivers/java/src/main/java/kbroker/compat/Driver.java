@@ -117,6 +117,10 @@ public final class Driver {
                 || t instanceof org.apache.kafka.common.errors.OffsetOutOfRangeException) {
             return "offset_out_of_range";
         }
+        if (t instanceof org.apache.kafka.common.errors.RecordTooLargeException
+                || t instanceof org.apache.kafka.common.errors.RecordBatchTooLargeException) {
+            return "message_too_large";
+        }
         if (t instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException) {
             return "unknown_topic";
         }
