@@ -14,9 +14,12 @@ a producer id (INVALID_RECORD). Only the 61-byte header is read: records are nev
 decoded (so record-level timestamp and compacted-key checks are not made).
 
 Producer ids: until InitProducerId is served, no client can own one, so batches
-carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once an InitProducerId
-handler is registered, idempotent batches are appended without sequence checks;
-transactional batches are refused with INVALID_TXN_STATE until transactions exist.
+carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, idempotent
+batches go through the partition's producer state (kbroker/txn): a duplicate of one
+of the producer's last 5 batches is answered with its original offsets and not
+appended; a gap or a stale epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER,
+INVALID_PRODUCER_EPOCH). Transactional batches are refused with INVALID_TXN_STATE
+until transactions exist.
 
 acks=0 gets no response; if any partition failed, the connection is closed instead,
 as Kafka does, so that the producer notices. acks=-1 waits for the fsync when the
@@ -32,6 +35,7 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
+from kbroker.txn import DuplicateBatch, ProducerStateError, producer_states
 from kbroker.waiters import notify_append
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -94,8 +98,15 @@ def _produce_partition(
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch)
-        info = log.append(batch.view(), leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]  # a writable view
-    except PartitionError as error:
+        state = producer_states(ctx.broker).for_log(log) if batch.has_producer_id else None
+        duplicate = state.check(batch) if state is not None else None
+        if duplicate is not None:
+            info = _duplicate_info(log, duplicate)
+        else:
+            info = log.append(batch.view(), leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]  # a writable view
+            if state is not None:
+                state.record(batch, info.base_offset, info.max_timestamp)
+    except (PartitionError, ProducerStateError) as error:
         return _error(index, error.code, log, error.message)
     except RecordTooLargeError as error:
         return _error(index, ErrorCode.MESSAGE_TOO_LARGE, log, str(error))
@@ -104,7 +115,8 @@ def _produce_partition(
     except KafkaStorageError as error:
         ctx.log.error("produce_storage_error", topic=topic, partition=index, error=str(error))
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, log, None)
-    notify_append(ctx.broker, topic, index, batch.size)
+    if duplicate is None:
+        notify_append(ctx.broker, topic, index, batch.size)
     result = {
         "index": index,
         "error_code": 0,
@@ -173,6 +185,14 @@ def _check_producer(ctx: RequestContext, batch: RecordBatch) -> None:
         raise PartitionError(ErrorCode.UNKNOWN_PRODUCER_ID, "this broker does not issue producer ids yet")
     if batch.is_transactional:
         raise PartitionError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
+
+
+def _duplicate_info(log: PartitionLog, duplicate: DuplicateBatch) -> AppendInfo:
+    """The answer to a retried batch: its original offsets (Kafka also reports its stored timestamp)."""
+    append_time = duplicate.timestamp if log.config.log_append_time else -1
+    return AppendInfo(
+        duplicate.base_offset, duplicate.last_offset, append_time, log.log_start_offset, duplicate.timestamp, False
+    )
 
 
 def _error(index: int, code: ErrorCode, log: PartitionLog | None, message: str | None) -> dict[str, Any]:

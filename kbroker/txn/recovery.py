@@ -75,7 +75,10 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
     snapshot = _usable_snapshot(log_)
     start = 0
     if snapshot is not None:
-        manager.load(snapshot.entries)
+        # as Kafka: expired entries of the snapshot are dropped now, producers found in the log
+        # only at the next expiration check (so a restart never hurries an expiry)
+        now = manager.clock()
+        manager.load(e for e in snapshot.entries if not e.is_expired(now, manager.expiration_ms))
         start = stats.snapshot_offset = snapshot.offset
     apply = manager.apply
     for header in log_headers(log_, start):
@@ -92,7 +95,6 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
             is_transactional=header.is_transactional,
             is_control=header.is_control,
         )
-    manager.remove_expired()
     stats.producers = len(manager)
     stats.duration_ms = (time.perf_counter() - started) * 1000
     log.info(

@@ -210,14 +210,17 @@ def test_corrupt_snapshot_falls_back_to_an_older_one(log: PartitionLog) -> None:
     log.close()
 
 
-def test_load_drops_expired_producers(log: PartitionLog) -> None:
+def test_load_drops_expired_snapshot_entries_and_scanned_ones_at_the_next_check(log: PartitionLog) -> None:
     live = states().for_log(log)
     log.append(idempotent_batch(1, 0, 0, timestamp=NOW - 5_000))
     produce(log, live, 2, 0, 0)
+    take_snapshot(log, live)
+    log.append(idempotent_batch(3, 0, 0, timestamp=NOW - 5_000))
     log = reopen(log)
     rebuilt = ProducerStateManager(expiration_ms=1_000, clock=clock)
     load_producer_state(log, rebuilt)
-    assert set(rebuilt.producers) == {2}
+    assert set(rebuilt.producers) == {2, 3}
+    assert rebuilt.remove_expired() == 1 and set(rebuilt.producers) == {2}
     log.close()
 
 
