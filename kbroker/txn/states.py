@@ -10,6 +10,7 @@ right after a load that had to scan batches.
 
 from __future__ import annotations
 
+import asyncio
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -116,6 +117,21 @@ class ProducerStates:
         """Snapshot every loaded partition (call before the logs shut down, for a fast next start)."""
         for policy in list(self._states.values()):
             policy.snapshot()
+
+    def remove_expired(self, now: int | None = None) -> int:
+        """Expire idle producers in every loaded partition; return how many were forgotten."""
+        now = self.clock() if now is None else now
+        return sum(policy.manager.remove_expired(now) for policy in list(self._states.values()))
+
+    async def run(self) -> None:
+        """Periodic duty until cancelled: Kafka's producer id expiration check over every loaded partition.
+
+        Partitions also expire their producers on their own when a batch arrives after the
+        interval, so without this duty only the memory of idle partitions lingers.
+        """
+        while True:
+            await asyncio.sleep(self.expiration_check_interval_ms / 1000)
+            self.remove_expired()
 
 
 def producer_states(broker: Broker) -> ProducerStates:

@@ -254,3 +254,37 @@ def test_registry_snapshots_after_a_scan_and_loads_once(log: PartitionLog) -> No
     assert registry.for_log(log) is state
     assert [offset for offset, _ in list_snapshots(log.directory)] == [10]
     assert state.producers[1].last_seq == 9
+
+
+def test_registry_expires_every_loaded_partition_and_snapshots_all(tmp_path: Path) -> None:
+    logs = [PartitionLog.open(tmp_path / f"t-{i}", SMALL) for i in range(2)]
+    registry = ProducerStates(expiration_ms=1_000, clock=clock)
+    for i, partition_log in enumerate(logs):
+        state = registry.for_log(partition_log)
+        partition_log.append(idempotent_batch(10 + i, 0, 0, timestamp=NOW - 5_000))
+        state.record(RecordBatch(idempotent_batch(10 + i, 0, 0, timestamp=NOW - 5_000)), 0)
+        produce(partition_log, state, 20 + i, 0, 0)
+    assert registry.remove_expired() == 2
+    assert [set(m.producers) for _, m in sorted(registry.loaded(), key=lambda x: x[0].partition)] == [{20}, {21}]
+    registry.snapshot_all()
+    for partition_log in logs:
+        assert [offset for offset, _ in list_snapshots(partition_log.directory)] == [partition_log.log_end_offset]
+        partition_log.close()
+
+
+def test_expiration_duty_runs_until_cancelled(log: PartitionLog) -> None:
+    import asyncio
+
+    registry = ProducerStates(expiration_ms=1_000, expiration_check_interval_ms=10, clock=clock)
+    state = registry.for_log(log)
+    state.apply(1, 0, 0, 0, 0, NOW - 5_000)
+
+    async def scenario() -> None:
+        duty = asyncio.create_task(registry.run())
+        await asyncio.sleep(0.1)
+        duty.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await duty
+
+    asyncio.run(scenario())
+    assert len(state) == 0
