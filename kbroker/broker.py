@@ -42,7 +42,11 @@ class Broker:
 
 
 def new_log_manager(config: BrokerConfig) -> LogManager:
-    return LogManager(config.data_dir, LogConfig.from_properties(config.topic_defaults()))
+    return LogManager(
+        config.data_dir,
+        LogConfig.from_properties(config.topic_defaults()),
+        retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
+    )
 
 
 def load_cluster_id(data_dir: Path, node_id: int) -> str:
