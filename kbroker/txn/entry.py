@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 NUM_BATCHES_TO_RETAIN = 5  # Java producers keep at most 5 requests in flight per partition
 NO_PRODUCER_EPOCH = -1
@@ -23,9 +23,8 @@ def first_sequence(last_seq: int, offset_delta: int) -> int:
     return first + MAX_SEQUENCE + 1 if first < 0 else first
 
 
-@dataclass(frozen=True, slots=True)
-class BatchMetadata:
-    """One appended batch: its sequence range, offsets and max timestamp."""
+class BatchMetadata(NamedTuple):
+    """One appended batch: its sequence range, offsets and max timestamp (a tuple: cheap to build)."""
 
     last_seq: int
     last_offset: int

@@ -147,7 +147,6 @@ class ProducerStateManager:
         last_offset_delta: int,
         base_offset: int,
         timestamp: int,
-        *,
         is_transactional: bool = False,
         is_control: bool = False,
     ) -> None:

@@ -19,6 +19,7 @@ from kbroker.txn.snapshot import (
     read_snapshot,
     write_snapshot,
 )
+from protocol.records import CONTROL_BIT, TRANSACTIONAL_BIT
 
 log = structlog.get_logger(__name__)
 
@@ -81,10 +82,12 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
         manager.load(e for e in snapshot.entries if not e.is_expired(now, manager.expiration_ms))
         start = stats.snapshot_offset = snapshot.offset
     apply = manager.apply
+    scanned = 0
     for header in log_headers(log_, start):
-        if header.producer_id < 0 or header.last_offset < start:
+        if header.producer_id < 0 or header.base_offset < start:
             continue
-        stats.batches_scanned += 1
+        scanned += 1
+        attributes = header.attributes
         apply(
             header.producer_id,
             header.producer_epoch,
@@ -92,9 +95,10 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
             header.last_offset_delta,
             header.base_offset,
             header.max_timestamp,
-            is_transactional=header.is_transactional,
-            is_control=header.is_control,
+            bool(attributes & TRANSACTIONAL_BIT),
+            bool(attributes & CONTROL_BIT),
         )
+    stats.batches_scanned = scanned
     stats.producers = len(manager)
     stats.duration_ms = (time.perf_counter() - started) * 1000
     log.info(

@@ -4,8 +4,10 @@
 it is needed (newest usable snapshot, then the log's batch headers after it) and
 keeps it for the life of that PartitionLog object (a deleted topic's state goes
 with its log). Snapshots are taken after a record when the log has rolled a new
-segment (as Kafka snapshots at each roll) or SNAPSHOT_INTERVAL_MS has passed, and
-right after a load that had to scan batches.
+segment (as Kafka snapshots at each roll), SNAPSHOT_INTERVAL_MS has passed or
+SNAPSHOT_EVERY_BATCHES batches were recorded, and right after a load that had to
+scan batches; so a restart scans at most about that much of the log (a header
+scan costs a few microseconds per batch).
 """
 
 from __future__ import annotations
@@ -33,12 +35,13 @@ log = structlog.get_logger(__name__)
 
 EXTENSION = "producer_states"
 SNAPSHOT_INTERVAL_MS = 60_000
+SNAPSHOT_EVERY_BATCHES = 100_000
 
 
 class SnapshotPolicy:
     """Decides, after each recorded batch, whether the partition's state is due for a snapshot."""
 
-    __slots__ = ("log", "manager", "interval_ms", "clock", "last_offset", "last_ms", "segment_base")
+    __slots__ = ("log", "manager", "interval_ms", "clock", "last_offset", "last_ms", "segment_base", "recorded")
 
     def __init__(self, log_: PartitionLog, manager: ProducerStateManager, interval_ms: int, clock: Callable[[], int]):
         self.log = log_
@@ -48,15 +51,22 @@ class SnapshotPolicy:
         self.last_offset = -1
         self.last_ms = clock()
         self.segment_base = log_.segments[-1].base_offset
+        self.recorded = 0  # batches recorded since the last snapshot
 
     def after_record(self) -> None:
+        self.recorded += 1
         segment_base = self.log.segments[-1].base_offset
-        if segment_base != self.segment_base or self.clock() - self.last_ms >= self.interval_ms:
+        if (
+            segment_base != self.segment_base
+            or self.recorded >= SNAPSHOT_EVERY_BATCHES
+            or self.clock() - self.last_ms >= self.interval_ms
+        ):
             self.segment_base = segment_base
             self.snapshot()
 
     def snapshot(self) -> None:
         self.last_ms = self.clock()
+        self.recorded = 0
         if self.log.log_end_offset == self.last_offset:
             return
         try:

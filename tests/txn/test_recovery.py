@@ -288,3 +288,21 @@ def test_expiration_duty_runs_until_cancelled(log: PartitionLog) -> None:
 
     asyncio.run(scenario())
     assert len(state) == 0
+
+
+def test_snapshot_after_many_batches_and_after_the_interval(log: PartitionLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbroker.txn.states as states_module
+
+    monkeypatch.setattr(states_module, "SNAPSHOT_EVERY_BATCHES", 10)
+    now = [NOW]
+    registry = ProducerStates(snapshot_interval_ms=1_000, clock=lambda: now[0])
+    state = registry.for_log(log)
+    for seq in range(9):
+        produce(log, state, 1, 0, seq * 2, records=2)
+    assert list_snapshots(log.directory) == []
+    produce(log, state, 1, 0, 18)
+    assert [offset for offset, _ in list_snapshots(log.directory)] == [20]
+    produce(log, state, 1, 0, 20)
+    now[0] += 1_000
+    produce(log, state, 1, 0, 22)
+    assert [offset for offset, _ in list_snapshots(log.directory)] == [24, 20]
