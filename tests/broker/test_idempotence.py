@@ -330,3 +330,42 @@ def test_kill_9_during_a_long_idempotent_run_loses_and_duplicates_nothing(tmp_pa
             check_exactly_once(client, name, values)
     finally:
         broker.stop()
+
+
+@pytest.mark.parametrize("client_name", ["java-3.9", "java-4", "franz-go"])
+def test_clients_idempotent_by_default_with_acks_all(
+    broker: BrokerProcess, raw: RawClient, topic: str, client_name: str
+) -> None:
+    from tests.compat.clients import Record as ClientRecord
+    from tests.compat.registry import FACTORIES
+
+    client = FACTORIES[client_name]()
+    if isinstance(client, str):
+        pytest.skip(client)
+    values = [b"%s-%04d" % (client_name.encode(), i) for i in range(300)]
+    try:
+        placed = client.produce(broker.bootstrap, topic, [ClientRecord(None, v, partition=0) for v in values], "all")
+    finally:
+        client.close()
+    assert placed == [(0, i) for i in range(300)]
+    check_exactly_once(raw, topic, values)
+
+
+def test_aiokafka_idempotent(broker: BrokerProcess, raw: RawClient, topic: str) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+
+    values = [b"aio-%04d" % i for i in range(300)]
+
+    async def run() -> list[int]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, enable_idempotence=True, linger_ms=2)
+        await producer.start()
+        try:
+            futures = [await producer.send(topic, v, partition=0) for v in values]
+            return [(await f).offset for f in futures]
+        finally:
+            await producer.stop()
+
+    assert asyncio.run(run()) == list(range(300))
+    check_exactly_once(raw, topic, values)
