@@ -19,6 +19,7 @@ to turn them into bytes first.
 from __future__ import annotations
 
 import os
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -27,6 +28,8 @@ import structlog
 from kbroker.log import FileRegion
 
 log = structlog.get_logger(__name__)
+
+TCP_CORK = getattr(socket, "TCP_CORK", 3)  # Linux
 
 
 class FileChunk:
@@ -68,23 +71,36 @@ def write_chunks(transport: Any, chunks: list[Any]) -> None:
     if not has_file_chunks(chunks):
         transport.writelines(chunks)
         return
-    fd = _socket_fd(transport)
+    sock = transport.get_extra_info("socket")
+    fd = _socket_fd(sock)
     if fd is None or transport.get_write_buffer_size() > 0 or transport.is_closing():
         transport.writelines(materialize(chunks))
         return
-    rest = _send_direct(fd, chunks)
+    corked = _cork(sock, True)  # one stream of full segments, not a small packet per bytes chunk
+    try:
+        rest = _send_direct(fd, chunks)
+    finally:
+        if corked:
+            _cork(sock, False)
     if rest:
         transport.writelines(materialize(rest))
 
 
-def _socket_fd(transport: Any) -> int | None:
-    sock = transport.get_extra_info("socket")
+def _socket_fd(sock: Any) -> int | None:
     if sock is None:
         return None
     try:
         return int(sock.fileno())
     except (OSError, ValueError):
         return None
+
+
+def _cork(sock: Any, on: bool) -> bool:
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, TCP_CORK, 1 if on else 0)
+    except (OSError, AttributeError):
+        return False
+    return True
 
 
 def _send_direct(fd: int, chunks: list[Any]) -> list[Any]:
