@@ -107,7 +107,7 @@ def rows_as_tuples(rows: Sequence[Any]) -> list[tuple[Any, ...]]:
     return sorted(tuple(plain(v) for v in row) for row in rows)
 
 
-def run_available_now(query: StreamingQuery, timeout_s: float = 120) -> list[dict[str, Any]]:
+def run_available_now(query: StreamingQuery, timeout_s: int = 120) -> list[dict[str, Any]]:
     """Wait for an availableNow query to finish; its progress reports (raises the query's error if it failed)."""
     finished = query.awaitTermination(timeout_s)
     if not finished:

@@ -1,0 +1,1 @@
+"""Spark's Kafka connector for kbroker: jar resolution and a local SparkSession."""
