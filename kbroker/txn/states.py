@@ -8,18 +8,23 @@ segment (as Kafka snapshots at each roll), SNAPSHOT_INTERVAL_MS has passed or
 SNAPSHOT_EVERY_BATCHES batches were recorded, and right after a load that had to
 scan batches; so a restart scans at most about that much of the log (a header
 scan costs a few microseconds per batch).
+
+Optional broker wiring (server.py): `preload(logs)` at startup loads every partition
+before serving (else the first idempotent batch of a partition pays for its scan),
+`run()` as a duty snapshots logs that moved on and expires idle producers, and
+`snapshot_all()` before the logs shut down makes the next start scan nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 import structlog
 
-from kbroker.log import PartitionLog
+from kbroker.log import KafkaStorageError, PartitionLog
 from kbroker.txn.producer_state import (
     DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_EXPIRATION_MS,
@@ -112,8 +117,8 @@ class ProducerStates:
         )
         stats = load_producer_state(log_, manager)
         policy = SnapshotPolicy(log_, manager, self.snapshot_interval_ms, self.clock)
-        if stats.batches_scanned:
-            policy.snapshot()
+        if log_.log_end_offset > max(stats.snapshot_offset, 0):
+            policy.snapshot()  # the log was scanned past the snapshot: save the next load that work
         else:
             policy.last_offset = stats.snapshot_offset
         manager.on_record = policy.after_record
@@ -133,15 +138,31 @@ class ProducerStates:
         now = self.clock() if now is None else now
         return sum(policy.manager.remove_expired(now) for policy in list(self._states.values()))
 
-    async def run(self) -> None:
-        """Periodic duty until cancelled: Kafka's producer id expiration check over every loaded partition.
+    def preload(self, logs: Iterable[PartitionLog]) -> None:
+        """Load every partition now (at startup, before serving) instead of on its first idempotent batch."""
+        for log_ in logs:
+            try:
+                self.for_log(log_)
+            except (KafkaStorageError, OSError) as error:
+                log.error("producer_state_load_failed", topic=log_.topic, partition=log_.partition, error=str(error))
 
-        Partitions also expire their producers on their own when a batch arrives after the
-        interval, so without this duty only the memory of idle partitions lingers.
+    def tick(self, now: int | None = None) -> None:
+        """One round of duties: snapshot partitions whose log moved on, expire where the check is due."""
+        now = self.clock() if now is None else now
+        for policy in list(self._states.values()):
+            policy.snapshot()
+            if now >= policy.manager.next_expiration_check:
+                policy.manager.remove_expired(now)
+
+    async def run(self) -> None:
+        """Periodic duties until cancelled, every snapshot interval: see tick().
+
+        Without this duty a partition still snapshots and expires when batches arrive;
+        only idle or non-idempotent partitions then keep their old snapshot and memory.
         """
         while True:
-            await asyncio.sleep(self.expiration_check_interval_ms / 1000)
-            self.remove_expired()
+            await asyncio.sleep(self.snapshot_interval_ms / 1000)
+            self.tick()
 
 
 def producer_states(broker: Broker) -> ProducerStates:

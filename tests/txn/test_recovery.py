@@ -272,12 +272,17 @@ def test_registry_expires_every_loaded_partition_and_snapshots_all(tmp_path: Pat
         partition_log.close()
 
 
-def test_expiration_duty_runs_until_cancelled(log: PartitionLog) -> None:
+def test_duty_snapshots_moved_logs_and_expires_until_cancelled(log: PartitionLog) -> None:
     import asyncio
 
-    registry = ProducerStates(expiration_ms=1_000, expiration_check_interval_ms=10, clock=clock)
+    now = [NOW]
+    registry = ProducerStates(
+        expiration_ms=1_000, expiration_check_interval_ms=50, snapshot_interval_ms=10, clock=lambda: now[0]
+    )
     state = registry.for_log(log)
     state.apply(1, 0, 0, 0, 0, NOW - 5_000)
+    log.append(make_batch(3))  # not idempotent: no record(), only the duty snapshots it
+    now[0] += 100
 
     async def scenario() -> None:
         duty = asyncio.create_task(registry.run())
@@ -288,6 +293,20 @@ def test_expiration_duty_runs_until_cancelled(log: PartitionLog) -> None:
 
     asyncio.run(scenario())
     assert len(state) == 0
+    assert [offset for offset, _ in list_snapshots(log.directory)] == [3]
+
+
+def test_preload_loads_and_snapshots_every_partition(tmp_path: Path) -> None:
+    logs = [PartitionLog.open(tmp_path / f"t-{i}", SMALL) for i in range(3)]
+    logs[0].append(idempotent_batch(5, 0, 0, timestamp=NOW))
+    logs[1].append(make_batch(2))
+    registry = states()
+    registry.preload(logs)
+    assert len(registry.loaded()) == 3
+    assert set(registry.for_log(logs[0]).producers) == {5}
+    assert [[o for o, _ in list_snapshots(lg.directory)] for lg in logs] == [[1], [2], []]
+    for partition_log in logs:
+        partition_log.close()
 
 
 def test_snapshot_after_many_batches_and_after_the_interval(log: PartitionLog, monkeypatch: pytest.MonkeyPatch) -> None:
