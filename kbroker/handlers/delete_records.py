@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
 from protocol.api_keys import ApiKey
@@ -31,7 +32,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> dict[str, Any]:
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
-        return _answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _answer(index, missing_log_error(ctx, topic, index))
     if not log.config.delete_enabled:
         return _answer(index, ErrorCode.POLICY_VIOLATION)
     try:

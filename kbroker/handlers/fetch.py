@@ -22,6 +22,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
 from kbroker.sendfile import FileChunk
@@ -79,7 +80,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             log = logs.get_log(name, index)
             code = _leader_epoch_error(p["current_leader_epoch"])
             if log is None:
-                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                code = missing_log_error(ctx, name, index)
             if code is not None:
                 partitions.append(_error(index, code))
                 failed = True

@@ -14,6 +14,7 @@ from collections import Counter
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import LATEST_TIMESTAMP, KafkaStorageError
 from protocol.api_keys import ApiKey
@@ -45,7 +46,7 @@ def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], rea
     index = partition["partition_index"]
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
-        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _error(index, missing_log_error(ctx, topic, index))
     epoch = partition["current_leader_epoch"]
     if epoch != -1 and epoch != LEADER_EPOCH:
         return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)

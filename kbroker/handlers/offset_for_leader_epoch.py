@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -34,7 +35,7 @@ def _end_offset(ctx: RequestContext, topic: str, partition: dict[str, Any]) -> d
     index = partition["partition"]
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
-        return _answer(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+        return _answer(index, missing_log_error(ctx, topic, index))
     current = partition["current_leader_epoch"]
     if current != -1 and current != LEADER_EPOCH:
         return _answer(

@@ -33,6 +33,7 @@ import struct
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
 from kbroker.txn import DuplicateBatch, ProducerStateError, producer_states
@@ -94,7 +95,7 @@ def _produce_partition(
     index = partition["index"]
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
-        return _error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None, None)
+        return _error(index, missing_log_error(ctx, topic, index), None, None)
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch)

@@ -246,3 +246,21 @@ def test_records_are_stored_byte_for_byte(raw: RawClient, topic: str) -> None:
     assert data[12:16] == b"\x00\x00\x00\x00"  # leader epoch 0 stamped outside the CRC
     assert data[16:] == sent[16:]
     assert RecordBatch(data).is_valid()
+
+
+def test_partition_that_failed_to_load_answers_storage_error(start_broker: Callable[..., BrokerProcess]) -> None:
+    broker = start_broker()
+    topic = unique_topic("offline")
+    with RawClient(broker.bootstrap) as client:
+        create_topic(client, topic)
+        produce(client, topic, batch_of(3))
+    broker.stop()
+    segment = broker.data_dir / f"{topic}-0" / "00000000000000000000.log"
+    segment.unlink()
+    segment.mkdir()  # an I/O error on load: the partition is offline
+    broker.start()
+    with RawClient(broker.bootstrap) as client:
+        assert produce(client, topic, batch_of(1))["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert fetched_partition(fetch(client, [(topic, 0, 0)]), topic)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+        assert list_offset(client, topic, -1)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
+    assert "partition_offline" in broker.log_text()
