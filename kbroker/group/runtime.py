@@ -9,7 +9,6 @@ Everything runs on the event loop thread; the coordinator is never awaited insid
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
@@ -262,18 +261,28 @@ class GroupRuntime:
 
     # -- tasks -------------------------------------------------------------------------
     async def _run_timers(self) -> None:
-        while True:
+        """Tick at the coordinator's next deadline, or sooner when an event re-arms the timer.
+
+        (A timer handle sets the wake event: asyncio.wait_for could swallow the cancellation
+        at shutdown when the event is set at the same moment, bpo-42130.)
+        """
+        loop = asyncio.get_running_loop()
+        while self.active:
             self._wake.clear()
             deadline = self.coordinator.next_deadline()
-            timeout = None if deadline is None else max(0.005, (deadline - self.clock()) / 1000)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), timeout)
+            alarm = None
+            if deadline is not None:
+                alarm = loop.call_later(max(0.005, (deadline - self.clock()) / 1000), self._wake.set)
+            try:
+                await self._wake.wait()
+            finally:
+                if alarm is not None:
+                    alarm.cancel()
             try:
                 self.coordinator.tick()
             except Exception:  # noqa: BLE001 - a bug in one tick must not stop every group's timers
                 log.exception("group_timer_failed")
             self._dispatch()
-            self._wake.clear()
 
     async def _run_expiry(self) -> None:
         while True:
