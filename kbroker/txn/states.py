@@ -77,7 +77,7 @@ class SnapshotPolicy:
         try:
             take_snapshot(self.log, self.manager)
             self.last_offset = self.log.log_end_offset
-        except OSError as error:  # a snapshot only speeds up the next load: log and go on
+        except (OSError, KafkaStorageError) as error:  # a snapshot only speeds up the next load: log, go on
             log.warning(
                 "producer_snapshot_failed", topic=self.log.topic, partition=self.log.partition, error=str(error)
             )

@@ -325,3 +325,19 @@ def test_snapshot_after_many_batches_and_after_the_interval(log: PartitionLog, m
     now[0] += 1_000
     produce(log, state, 1, 0, 22)
     assert [offset for offset, _ in list_snapshots(log.directory)] == [24, 20]
+
+
+def test_a_failing_snapshot_never_fails_the_record(log: PartitionLog, monkeypatch: pytest.MonkeyPatch) -> None:
+    import kbroker.txn.states as states_module
+    from kbroker.log import KafkaStorageError
+
+    def broken(*_: object) -> None:
+        raise KafkaStorageError("disk gone")
+
+    monkeypatch.setattr(states_module, "take_snapshot", broken)
+    now = [NOW]
+    registry = ProducerStates(snapshot_interval_ms=1, clock=lambda: now[0])
+    state = registry.for_log(log)
+    now[0] += 10
+    assert produce(log, state, 1, 0, 0) == 0
+    assert state.producers[1].last_seq == 1
