@@ -6,12 +6,12 @@ epoch (KIP-360 epoch bumps of idempotent producers happen in the client; the
 broker only sees a new epoch starting at sequence 0, see kbroker/txn).
 
 An empty transactional id is INVALID_REQUEST, as in Kafka. kbroker has no
-transaction coordinator yet, so a transactional id is also answered with
-INVALID_REQUEST (logged as a warning). A retriable code such as
-COORDINATOR_NOT_AVAILABLE would make Java's initTransactions() spin until
-max.block.ms and kafka-python retry forever; INVALID_REQUEST fails them at once
-("Unexpected error in InitProducerIdResponse ... sent to an incompatible broker")
-without pretending that a transaction could ever start.
+transaction coordinator yet, so a transactional id is answered with
+COORDINATOR_NOT_AVAILABLE (logged as a warning), what Kafka answers while its
+transaction coordinator is unavailable, and what FindCoordinator already answers
+for transaction keys here (so clients, which look the coordinator up first, do not
+even get this far). Clients retry it until their own timeout (Java: initTransactions
+fails after max.block.ms); no transaction ever appears to start.
 
 Versions 0-4, as Table A recommends (v5 only adds TRANSACTION_ABORTABLE, KIP-890).
 """
@@ -34,14 +34,15 @@ NO_PRODUCER_EPOCH = -1
 @handles(ApiKey.INIT_PRODUCER_ID, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     transactional_id = request["transactional_id"]
-    if transactional_id is not None:
-        if transactional_id:
-            ctx.log.warning(
-                "transactions_not_supported",
-                transactional_id=transactional_id,
-                detail="kbroker serves idempotent producers only; answering INVALID_REQUEST",
-            )
+    if transactional_id == "":
         return _response(ErrorCode.INVALID_REQUEST)
+    if transactional_id is not None:
+        ctx.log.warning(
+            "transactions_not_supported",
+            transactional_id=transactional_id,
+            detail="kbroker serves idempotent producers only; answering COORDINATOR_NOT_AVAILABLE",
+        )
+        return _response(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     try:
         producer_id = producer_id_manager(ctx.broker).generate()
     except KafkaStorageError as error:

@@ -65,11 +65,17 @@ def test_v3_with_an_existing_id_still_gets_a_new_one_as_kafka_does(raw: RawClien
     assert again["producer_id"] != first["producer_id"]
 
 
-@pytest.mark.parametrize("transactional_id", ["", "my-txn"])
-def test_transactional_ids_are_refused_until_transactions_exist(raw: RawClient, transactional_id: str) -> None:
-    answer = init_producer_id(raw, 4, transactional_id)
-    assert answer["error_code"] == ErrorCode.INVALID_REQUEST
-    assert (answer["producer_id"], answer["producer_epoch"]) == (-1, -1)
+@pytest.mark.parametrize(
+    ("transactional_id", "error"),
+    [("", ErrorCode.INVALID_REQUEST), ("my-txn", ErrorCode.COORDINATOR_NOT_AVAILABLE)],
+)
+def test_transactional_ids_are_refused_until_transactions_exist(
+    raw: RawClient, transactional_id: str, error: ErrorCode
+) -> None:
+    for version in range(5):
+        answer = init_producer_id(raw, version, transactional_id)
+        assert answer["error_code"] == error
+        assert (answer["producer_id"], answer["producer_epoch"]) == (-1, -1)
 
 
 def test_init_producer_id_is_advertised_0_to_4(raw: RawClient) -> None:
@@ -369,3 +375,15 @@ def test_aiokafka_idempotent(broker: BrokerProcess, raw: RawClient, topic: str) 
 
     assert asyncio.run(run()) == list(range(300))
     check_exactly_once(raw, topic, values)
+
+
+def test_a_transactional_producer_cannot_start_a_transaction(broker: BrokerProcess) -> None:
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="tx-1", max_block_ms=2_000)
+    try:
+        with pytest.raises(KafkaError):
+            producer.init_transactions()
+    finally:
+        producer.close(1)
