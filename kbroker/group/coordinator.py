@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import structlog
 
@@ -40,6 +40,7 @@ class JoinRequest:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     require_known_member_id: bool = True  # JoinGroup v4+
+    supports_skip_assignment: bool = False  # JoinGroup v9+ (KIP-814)
     client_id: str = ""
     client_host: str = ""
 
@@ -53,6 +54,7 @@ class JoinResult:
     protocol_name: str | None = None
     leader_id: str = ""
     members: list[tuple[str, str | None, bytes]] = field(default_factory=list)  # only for the leader
+    skip_assignment: bool = False  # a static leader that came back: it keeps the current assignment
 
 
 @dataclass(frozen=True)
@@ -210,7 +212,8 @@ class GroupCoordinator:
         self, group: ClassicGroup, token: object, request: JoinRequest, member_id: str, now: int
     ) -> None:
         """A static member restarted (unknown member id, known group.instance.id): fence the old
-        incarnation and hand the new one its place, without a rebalance when nothing changed."""
+        incarnation and hand the new one its place, without a rebalance when nothing changed
+        (for the leader only from JoinGroup v9, which can tell it to skip the assignment)."""
         instance_id = request.group_instance_id
         assert instance_id is not None
         old = group.members[group.static_members[instance_id]]
@@ -222,9 +225,11 @@ class GroupCoordinator:
         unchanged = old.matches(request.protocols)
         log.info("group_static_member_replaced", group=group.group_id, instance=instance_id, old=old.member_id)
         member = group.replace_static_member(instance_id, member_id)
-        if group.is_in(S.STABLE) and unchanged and not group.is_leader(member_id):
+        is_leader = group.is_leader(member_id)
+        if group.is_in(S.STABLE) and unchanged and (not is_leader or request.supports_skip_assignment):
             self._update_member(group, member, None, request, now)
-            self._reply(token, self._join_result(group, member))
+            result = self._join_result(group, member)
+            self._reply(token, replace(result, skip_assignment=True) if is_leader else result)
             return
         self._update_member(group, member, token, request, now)
         if group.is_in(S.PREPARING_REBALANCE):

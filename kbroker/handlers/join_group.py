@@ -2,7 +2,8 @@
 
 From v4 a member without an id is answered MEMBER_ID_REQUIRED with the id it must
 rejoin with; from v5 group.instance.id makes a static member. The leader's answer
-lists every member's metadata for the chosen protocol.
+lists every member's metadata for the chosen protocol. v8 adds a reason (ignored);
+v9 SkipAssignment lets a restarted static leader keep the current assignment.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 
 
-@handles(ApiKey.JOIN_GROUP, "0-7")
+@handles(ApiKey.JOIN_GROUP, "0-9")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     result = await runtime.join(
@@ -29,6 +30,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             session_timeout_ms=request["session_timeout_ms"],
             rebalance_timeout_ms=request["rebalance_timeout_ms"],
             require_known_member_id=ctx.api_version >= 4,
+            supports_skip_assignment=ctx.api_version >= 9,
             client_id=ctx.client_id or "",
             client_host="/" + ctx.client_host.rsplit(":", 1)[0],  # Kafka shows "/<ip>", without the port
         )
@@ -41,6 +43,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         # before v7 the name is not nullable: "" outside a generation, as Kafka answers
         "protocol_name": result.protocol_name if result.protocol_name is not None or ctx.api_version >= 7 else "",
         "leader": result.leader_id,
+        "skip_assignment": result.skip_assignment,
         "member_id": result.member_id,
         "members": [
             {"member_id": member_id, "group_instance_id": instance_id, "metadata": metadata}

@@ -1,4 +1,4 @@
-"""LeaveGroup (13): one member leaves (v0-2), or a batch of members by id or group.instance.id (v3+)."""
+"""LeaveGroup (13): one member leaves (v0-2), or a batch of members by id or group.instance.id (v3+; v5 adds a reason)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 
-@handles(ApiKey.LEAVE_GROUP, "0-4")
+@handles(ApiKey.LEAVE_GROUP, "0-5")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     group_id = request["group_id"] or ""

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from kbroker.group.config import GroupConfig
-from kbroker.group.coordinator import JoinResult, SyncResult
+from kbroker.group.coordinator import JoinRequest, JoinResult, SyncResult
 from kbroker.group.group import IllegalStateTransition
 from kbroker.group.state import GroupState, parse_state
 from protocol.errors import ErrorCode
-from tests.group.fakes import REBALANCE_MS, SESSION_MS, Harness
+from tests.group.fakes import REBALANCE_MS, SESSION_MS, Harness, Token
 
 E = ErrorCode
 S = GroupState
@@ -424,3 +424,17 @@ def test_static_restart_fences_a_waiting_join() -> None:
     waiting = h.join(follower, instance="i-2")
     h.join("", instance="i-2")
     assert waiting.result.error is E.FENCED_INSTANCE_ID
+
+
+def test_static_leader_restart_with_v9_skips_the_assignment() -> None:
+    h = Harness()
+    leader, follower, gen = static_group(h)
+    token = Token("join:v9")
+    request = JoinRequest("g", "", "i-1", "consumer", [("range", b"m")], SESSION_MS, REBALANCE_MS, True, True)
+    h.coordinator.join(token, request)
+    h.deliver()
+    result = token.result
+    assert result.error is E.NONE and result.skip_assignment and result.generation_id == gen
+    assert result.leader_id == result.member_id and len(result.members) == 2
+    assert state(h) is S.STABLE
+    assert h.sync(result.member_id, gen, instance="i-1").result.assignment == b"A"
