@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from kbroker.log import AppendInfo, LogManager, PartitionLog, TopicExistsError
+from kbroker.log import AppendInfo, KafkaStorageError, LogManager, PartitionLog, TopicExistsError
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import InvalidRecordError, iter_batches
 
@@ -71,6 +71,7 @@ class OffsetsStore:
     # -- writes ------------------------------------------------------------------
     def append(self, group_id: str, entries: Sequence[Entry]) -> tuple[PartitionLog, AppendInfo]:
         """Write the entries of one group into its partition's log (page cache on return)."""
+        self._ensure_topic()
         partition_log = self._log(self.partition_for(group_id))
         return partition_log, partition_log.append(encode_batches(entries))
 
@@ -79,20 +80,26 @@ class OffsetsStore:
         """As an acks=all produce: fsynced first when the topic's kbroker.fsync.before.ack asks for it."""
         await partition_log.wait_for_ack(info, -1)
 
+    def _ensure_topic(self) -> None:
+        """Create the topic on the first write; if something else created it first (a client's
+        Metadata auto-creation), adopt its partition count: nothing was written yet."""
+        metadata = self.logs.topic(OFFSETS_TOPIC)
+        if metadata is None:
+            try:
+                metadata = self.logs.create_topic(OFFSETS_TOPIC, self.partitions, configs=TOPIC_CONFIGS)
+                log.info("offsets_topic_created", topic=OFFSETS_TOPIC, partitions=self.partitions)
+            except TopicExistsError:
+                metadata = self.logs.topic(OFFSETS_TOPIC)
+                assert metadata is not None
+        if metadata.partitions != self.partitions:
+            log.warning("offsets_topic_partitions_adopted", configured=self.partitions, found=metadata.partitions)
+            self.partitions = metadata.partitions
+
     def _log(self, partition: int) -> PartitionLog:
         partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
         if partition_log is None:
-            self._create_topic()
-            partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
-            assert partition_log is not None
+            raise KafkaStorageError(f"{OFFSETS_TOPIC}-{partition} has no log")
         return partition_log
-
-    def _create_topic(self) -> None:
-        try:
-            self.logs.create_topic(OFFSETS_TOPIC, self.partitions, configs=TOPIC_CONFIGS)
-        except TopicExistsError:
-            return
-        log.info("offsets_topic_created", topic=OFFSETS_TOPIC, partitions=self.partitions)
 
     # -- snapshots ------------------------------------------------------------------
     def needs_snapshot(self, partition: int) -> bool:

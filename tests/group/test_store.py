@@ -181,3 +181,17 @@ def test_snapshot_then_crash_replays_the_same_state(tmp_path: Path) -> None:
     logs, runtime = open_runtime(tmp_path)
     assert runtime.fetch("g", None) == {("t", 0): committed(10_000), ("t", 1): committed(598), ("t", 2): committed(599)}
     logs.abort()
+
+
+def test_offsets_topic_created_by_someone_else_is_adopted(tmp_path: Path) -> None:
+    async def first() -> None:
+        logs, runtime = open_runtime(tmp_path)
+        logs.create_topic(OFFSETS_TOPIC, 1)  # as a client's Metadata auto-creation would
+        assert await runtime.commit("g", -1, "", None, {("t", 0): committed(3)}) is ErrorCode.NONE
+        assert runtime.store.partitions == 1
+        await logs.shutdown()
+
+    asyncio.run(first())
+    logs, runtime = open_runtime(tmp_path)
+    assert runtime.store.partitions == 1 and runtime.fetch("g", None) == {("t", 0): committed(3)}
+    logs.abort()
