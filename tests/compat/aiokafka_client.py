@@ -26,6 +26,7 @@ from tests.compat.clients import (
 
 T = TypeVar("T")
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
+CODE_KINDS = {3: "unknown_topic", 36: "topic_exists"}
 
 
 def _kind(exc: BaseException) -> str:
@@ -33,6 +34,8 @@ def _kind(exc: BaseException) -> str:
         return "offset_out_of_range"
     if isinstance(exc, errors.MessageSizeTooLargeError):
         return "message_too_large"
+    if isinstance(exc, errors.TopicAlreadyExistsError):
+        return "topic_exists"
     if isinstance(exc, errors.UnknownTopicOrPartitionError):
         return "unknown_topic"
     if isinstance(exc, errors.KafkaTimeoutError):
@@ -51,11 +54,16 @@ def _run(coroutine: Awaitable[T]) -> T:
 
 
 def _check(response: Any) -> None:
-    """Raise on the first non-zero error code of a raw admin response's topic/resource list."""
-    for item in getattr(response, "topic_errors", None) or getattr(response, "resources", None) or []:
-        code, message = item[1], item[2] if len(item) > 2 and isinstance(item[2], str | None) else ""
-        if isinstance(code, int) and code != 0:
-            raise ClientError("other", f"error {code}: {message} in {response!r}")
+    """Raise on the first non-zero error code in a raw admin response (aiokafka returns them unchecked).
+
+    Each entry of the per-topic/per-resource list is a tuple whose first integer is the error code:
+    (topic, code, ...) for topic APIs, (code, message, type, name, ...) for config APIs.
+    """
+    for name in ("topic_errors", "topic_error_codes", "resources"):
+        for item in getattr(response, name, None) or []:
+            code = next((field for field in item if isinstance(field, int)), 0)
+            if code != 0:
+                raise ClientError(CODE_KINDS.get(code, "other"), f"error {code} in {response!r}")
 
 
 @dataclass

@@ -54,6 +54,8 @@ def _raise(error: KafkaError | KafkaException | BaseException) -> None:
         kind = "offset_out_of_range" if error.code() in OUT_OF_RANGE else "other"
         if error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
             kind = "unknown_topic"
+        if error.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+            kind = "topic_exists"
         if error.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE):
             kind = "message_too_large"
         raise ClientError(kind, str(error))

@@ -32,6 +32,8 @@ def _kind(exc: BaseException) -> str:
         return "offset_out_of_range"
     if isinstance(exc, errors.MessageSizeTooLargeError):
         return "message_too_large"
+    if isinstance(exc, errors.TopicAlreadyExistsError):
+        return "topic_exists"
     if isinstance(exc, errors.UnknownTopicOrPartitionError):
         return "unknown_topic"
     if isinstance(exc, errors.KafkaTimeoutError):

@@ -12,6 +12,7 @@ from tests.compat.registry import FACTORIES
 
 SCENARIOS: list[tuple[str, str]] = [
     ("test_admin_topic_lifecycle", "1 admin: create, describe, configs, alter, add partitions, delete"),
+    ("test_admin_errors", "1 admin errors: create an existing topic, delete an unknown one"),
     ("test_produce_consume_keyed_with_headers", "2 1,000 keyed records, headers, timestamps, acks=all"),
     ("test_produce_acks[1]", "2b acks=1"),
     ("test_produce_acks[0]", "2b acks=0"),

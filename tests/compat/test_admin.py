@@ -60,3 +60,21 @@ def test_admin_topic_lifecycle(compat: Compat) -> None:
 
     client.delete_topic(bootstrap, topic)
     assert eventually(lambda: topic_gone(compat, topic), bool), f"{topic} still listed after delete"
+
+
+def test_admin_errors(compat: Compat) -> None:
+    compat.need(ops=("create_topic", "delete_topic"))
+    client, bootstrap = compat.client, compat.bootstrap
+    topic = compat.setup_topic("admin-errors")
+    try:
+        client.create_topic(bootstrap, topic, 1, {})
+    except ClientError as failure:
+        assert failure.kind == "topic_exists", failure.message
+    else:
+        raise AssertionError("creating an existing topic succeeded")
+    try:
+        client.delete_topic(bootstrap, compat.topic("never-created"))
+    except ClientError as failure:
+        assert failure.kind == "unknown_topic", failure.message
+    else:
+        raise AssertionError("deleting an unknown topic succeeded")

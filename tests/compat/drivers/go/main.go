@@ -131,6 +131,8 @@ func kind(err error) string {
 		return "offset_out_of_range"
 	case errors.Is(err, kerr.MessageTooLarge), errors.Is(err, kerr.RecordListTooLarge):
 		return "message_too_large"
+	case errors.Is(err, kerr.TopicAlreadyExists):
+		return "topic_exists"
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return "unknown_topic"
 	case errors.Is(err, kerr.UnsupportedVersion):

@@ -21,7 +21,7 @@ function kafka (req) {
     clientId: 'compat-kafkajs',
     brokers: [req.bootstrap],
     logLevel: logLevel.NOTHING,
-    retry: { retries: 8, initialRetryTime: 100 }
+    retry: { retries: 6, initialRetryTime: 100, maxRetryTime: 1000 }
   })
 }
 
@@ -125,7 +125,7 @@ const ADMIN = {
       topics: [{ topic: req.topic, numPartitions: req.partitions, replicationFactor: 1, configEntries }],
       waitForLeaders: true
     })
-    if (!created) throw new Error(`topic ${req.topic} already exists`)
+    if (!created) throw Object.assign(new Error(`topic ${req.topic} already exists`), { type: 'TOPIC_ALREADY_EXISTS' })
     return {}
   }),
   describe_topic: (req) => withAdmin(req, async (admin) => {
@@ -179,10 +179,12 @@ const ADMIN = {
 }
 
 function kind (error) {
-  const cause = error && !error.type && error.originalError ? error.originalError : error
+  let cause = error
+  while (cause && !cause.type && cause.cause) cause = cause.cause // unwrap KafkaJSNumberOfRetriesExceeded
   const type = cause && cause.type
   if (type === 'MESSAGE_TOO_LARGE' || type === 'RECORD_LIST_TOO_LARGE') return 'message_too_large'
   if (type === 'OFFSET_OUT_OF_RANGE') return 'offset_out_of_range'
+  if (type === 'TOPIC_ALREADY_EXISTS') return 'topic_exists'
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'unknown_topic'
   if (error && error.name === 'KafkaJSServerDoesNotSupportApiKey') return 'unsupported'
   return 'other'

@@ -121,6 +121,9 @@ public final class Driver {
                 || t instanceof org.apache.kafka.common.errors.RecordBatchTooLargeException) {
             return "message_too_large";
         }
+        if (t instanceof org.apache.kafka.common.errors.TopicExistsException) {
+            return "topic_exists";
+        }
         if (t instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException) {
             return "unknown_topic";
         }
