@@ -15,19 +15,29 @@ def _string(text: str) -> bytes:
     return struct.pack(">h", len(data)) + data
 
 
-def _fetch_request(topic: str, partition: int, offset: int) -> bytes:
+def _fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int) -> bytes:
     header = struct.pack(">hhi", API_KEYS["Fetch"], 4, 7) + _string("kbroker-compat-wire")
     # replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, then one topic with one partition.
-    body = struct.pack(">iiiib", -1, 500, 1, 8 << 20, 0) + struct.pack(">i", 1) + _string(topic)
+    body = struct.pack(">iiiib", -1, max_wait_ms, 1, 8 << 20, 0) + struct.pack(">i", 1) + _string(topic)
     body += struct.pack(">iiqi", 1, partition, offset, 8 << 20)
     return header + body
 
 
-def fetch_batches(bootstrap: str, topic: str, partition: int = 0, offset: int = 0) -> list[tuple[int, int, int]]:
+class FetchError(Exception):
+    """The partition's error code in a Fetch answer."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(f"Fetch error {code}")
+        self.code = code
+
+
+def fetch_batches(
+    bootstrap: str, topic: str, partition: int = 0, offset: int = 0, max_wait_ms: int = 500
+) -> list[tuple[int, int, int]]:
     """(base offset, record count, codec id) of each record batch a Fetch v4 returns from ``offset``."""
     host, port = bootstrap.rsplit(":", 1)
-    request = _fetch_request(topic, partition, offset)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
+    request = _fetch_request(topic, partition, offset, max_wait_ms)
+    with socket.create_connection((host, int(port)), timeout=10 + max_wait_ms / 1000) as sock:
         sock.sendall(struct.pack(">i", len(request)) + request)
         (size,) = struct.unpack(">i", _read_exactly(sock, 4))
         body = _read_exactly(sock, size)
@@ -37,7 +47,8 @@ def fetch_batches(bootstrap: str, topic: str, partition: int = 0, offset: int = 
     (name_len,) = struct.unpack_from(">h", body, pos + 4)
     pos += 4 + 2 + name_len + 4  # topic name, partition count (one)
     _, error, _, _ = struct.unpack_from(">ihqq", body, pos)
-    assert error == 0, f"Fetch error {error}"
+    if error != 0:
+        raise FetchError(error)
     pos += 4 + 2 + 8 + 8
     (aborted,) = struct.unpack_from(">i", body, pos)
     pos += 4 + max(aborted, 0) * 16
