@@ -20,6 +20,7 @@ from kbroker.config import BrokerConfig
 from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.txn.states import producer_states
 
 log = structlog.get_logger("kbroker.server")
 
@@ -51,6 +52,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
+    states = producer_states(broker)
+    states.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
     registry = ConnectionRegistry(
         max_connections=config.get_int("max.connections"),
@@ -74,6 +77,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     duties = [
         loop.create_task(logs.run(), name="log-duties"),
         loop.create_task(_close_idle(registry), name="idle-connections"),
+        loop.create_task(states.run(), name="producer-state-duties"),
     ]
     log.info(
         "broker_started",
@@ -99,6 +103,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     for task in duties:
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
+    states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
