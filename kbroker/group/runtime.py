@@ -118,9 +118,9 @@ class GroupRuntime:
         return await future
 
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
-        error = self.coordinator.heartbeat(group_id, member_id, instance_id, generation_id)
-        self._dispatch()
-        return error
+        # A heartbeat only postpones deadlines and answers no one else: the timer need not wake
+        # (the most frequent request of a group stays O(1)).
+        return self.coordinator.heartbeat(group_id, member_id, instance_id, generation_id)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
         result = self.coordinator.leave(group_id, leaving)

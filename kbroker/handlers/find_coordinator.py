@@ -1,8 +1,7 @@
 """FindCoordinator (10): this node coordinates every group (key type 0).
 
 Transactions (key type 1) have no coordinator yet: COORDINATOR_NOT_AVAILABLE, which
-clients retry. Versions 0-3 only: from v4 clients batch keys, which kbroker does not
-advertise (Java then sends one key per request).
+clients retry. From v4 a request carries a batch of keys and gets one answer per key.
 """
 
 from __future__ import annotations
@@ -19,14 +18,21 @@ GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 
 
-@handles(ApiKey.FIND_COORDINATOR, "0-3")
+@handles(ApiKey.FIND_COORDINATOR, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    key_type = request["key_type"]
+    if ctx.api_version >= 4:
+        keys = request["coordinator_keys"] or []
+        coordinators = [{"key": key, **_find(ctx, request["key_type"], key)} for key in keys]
+        return {"throttle_time_ms": 0, "coordinators": coordinators}
+    return {"throttle_time_ms": 0, **_find(ctx, request["key_type"], request["key"])}
+
+
+def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]:
     if key_type == TRANSACTION_KEY_TYPE:
         return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "kbroker has no transaction coordinator yet")
     if key_type != GROUP_KEY_TYPE:
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    if not request["key"]:
+    if not key:
         return _error(ErrorCode.INVALID_REQUEST, "the group id is empty")
     try:
         group_runtime(ctx.broker)
@@ -34,7 +40,6 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return _error(error.code, error.message)
     broker = ctx.broker
     return {
-        "throttle_time_ms": 0,
         "error_code": 0,
         "error_message": None,
         "node_id": broker.node_id,
@@ -44,11 +49,4 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _error(code: ErrorCode, message: str) -> dict[str, Any]:
-    return {
-        "throttle_time_ms": 0,
-        "error_code": int(code),
-        "error_message": message,
-        "node_id": -1,
-        "host": "",
-        "port": -1,
-    }
+    return {"error_code": int(code), "error_message": message, "node_id": -1, "host": "", "port": -1}
