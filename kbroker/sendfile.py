@@ -73,7 +73,8 @@ def write_chunks(transport: Any, chunks: list[Any]) -> None:
         return
     sock = transport.get_extra_info("socket")
     fd = _socket_fd(sock)
-    if fd is None or transport.get_write_buffer_size() > 0 or transport.is_closing():
+    tls = transport.get_extra_info("sslcontext") is not None  # TLS bytes must go through the transport
+    if fd is None or tls or transport.get_write_buffer_size() > 0 or transport.is_closing():
         transport.writelines(materialize(chunks))
         return
     corked = _cork(sock, True)  # one stream of full segments, not a small packet per bytes chunk
