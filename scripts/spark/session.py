@@ -37,6 +37,7 @@ def local_session(app_name: str, master: str = "local[2]", conf: dict[str, str] 
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", spark_jars_option())
     for key, value in {**SMALL_MACHINE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)

@@ -7,6 +7,7 @@ connector needs for it (and skips with the missing names otherwise), then starts
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -340,3 +341,53 @@ def test_fail_on_data_loss(
 
     run("false")
     assert _values(parquet_rows(spark, out)) == [(0, i, f"v{i}") for i in (*range(10), *range(15, 20))]
+
+
+# -- 7. the pipeline end to end ---------------------------------------------------------------------------------
+
+
+def test_pipeline_end_to_end(
+    bootstrap: str, advertised: dict[int, tuple[int, int]], request: Any, tmp_path: Path
+) -> None:
+    require(advertised, SETUP, SPARK_READ, SPARK_SINK)
+    from scripts.pipeline.run import PipelineRun, run_pipeline
+
+    spark = get_spark(request)
+    now_ms = int(time.time() * 1000)
+    start_ms = now_ms - now_ms % 60_000 - 6 * 60_000  # six whole minutes of event time, ending about now
+    plan = PipelineRun(bootstrap=bootstrap, workdir=tmp_path, events=1500, span_minutes=6, start_ms=start_ms, seed=11)
+    outcome = run_pipeline(spark, plan)
+    assert outcome.kafka.expected >= 20 and outcome.kafka.still_open > 0, outcome.kafka.summary()
+    assert outcome.kafka.ok, outcome.kafka.summary()
+    assert outcome.parquet.ok, outcome.parquet.summary()
+
+
+def test_pipeline_check_finds_differences() -> None:
+    """The checker itself: nearest-rank percentiles, closed windows only, and every kind of difference reported."""
+    from scripts.pipeline.aggregates import expected_stats
+    from scripts.pipeline.check import compare
+    from scripts.pipeline.events import AccessEvent
+
+    base = 1_790_000_000_000 - 1_790_000_000_000 % 60_000
+    events = [AccessEvent(base + i * 1000, "h", "/a", 500 if i < 3 else 200, 10, i + 1) for i in range(10)]
+    events += [AccessEvent(base + 60_000 + i, "h", "/b", 200, 1, 1) for i in range(2)]
+    events.append(AccessEvent(base + 180_000, "h", "/a", 200, 1, 1))  # watermark base+120s closes two windows
+    expected = expected_stats(events, watermark_delay_s=60)
+    assert expected.still_open == 1 and sorted(s.path for s in expected.closed.values()) == ["/a", "/b"]
+    first = next(s for s in expected.closed.values() if s.path == "/a")
+    assert (first.requests, first.errors, first.error_rate, first.bytes) == (10, 3, 0.3, 100)
+    assert (first.latency_p50, first.latency_p95, first.latency_p99) == (5, 10, 10)
+
+    def record(stats: Any, **changes: Any) -> tuple[bytes, bytes]:
+        return stats.key.encode(), json.dumps({**stats.__dict__, **changes}).encode()
+
+    second = next(s for s in expected.closed.values() if s.path == "/b")
+    assert compare(expected, [record(first), record(second)]).ok
+    report = compare(expected, [record(first, requests=9), record(first), (b"x|/c", b"{}")])
+    assert not report.ok
+    assert report.problems == [
+        f"window {first.key}: requests=9, expected 10",
+        f"window {first.key} written more than once",
+        "unexpected window x|/c",
+        f"missing window {second.key}",
+    ]
