@@ -7,6 +7,7 @@ Restart tests start their own broker on their own data directory.
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
 import sys
 import time
@@ -576,3 +577,22 @@ def test_committed_offsets_survive_a_broker_restart(tmp_path: Path, stop: str) -
     finally:
         if broker.alive():
             broker.stop()
+
+
+def test_shutdown_answers_a_waiting_join_not_coordinator(tmp_path: Path) -> None:
+    broker = BrokerProcess(tmp_path / "data", *GROUP_ARGS).start()
+    group = name("bye")
+    try:
+        with RawClient(broker.bootstrap) as a, RawClient(broker.bootstrap) as b:
+            first = join(a, 3, group)
+            sync = {"group_id": group, "generation_id": 1, "member_id": first["member_id"], "assignments": []}
+            a.call(ApiKey.SYNC_GROUP, 3, sync)
+            b.send(b.request_bytes(ApiKey.JOIN_GROUP, 3, _join_body(group)))  # waits for a to rejoin
+            time.sleep(0.3)
+            broker.proc.send_signal(signal.SIGTERM)  # type: ignore[union-attr]
+            _, answer = b.read_response(ApiKey.JOIN_GROUP, 3)
+            assert answer["error_code"] == E.NOT_COORDINATOR
+        assert broker.stop() == 0
+    finally:
+        if broker.alive():
+            broker.kill()
