@@ -47,6 +47,9 @@ ZSTD = 4
 MAX_CODEC = 4
 FIRST_ZSTD_VERSION = 7
 _LENGTH = struct.Struct(">i")
+# the broker's own topics: as in Kafka, only a client calling itself "__admin_client" may append to them
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+ADMIN_CLIENT_ID = "__admin_client"
 
 
 class PartitionError(Exception):
@@ -96,6 +99,8 @@ def _produce_partition(
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
+    if topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+        return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, log, f"cannot append to internal topic {topic}")
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch)

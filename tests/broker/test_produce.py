@@ -264,3 +264,12 @@ def test_partition_that_failed_to_load_answers_storage_error(start_broker: Calla
         assert fetched_partition(fetch(client, [(topic, 0, 0)]), topic)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
         assert list_offset(client, topic, -1)["error_code"] == ErrorCode.KAFKA_STORAGE_ERROR
     assert "partition_offline" in broker.log_text()
+
+
+def test_internal_topics_are_refused(start_broker: Callable[..., BrokerProcess]) -> None:
+    broker = start_broker()  # its own broker: the session one keeps a clean __consumer_offsets
+    with RawClient(broker.bootstrap) as client:
+        create_topic(client, "__consumer_offsets")
+        answer = produce(client, "__consumer_offsets", batch_of(1))
+        assert (answer["error_code"], answer["base_offset"]) == (ErrorCode.INVALID_TOPIC_EXCEPTION, -1)
+        assert list_offset(client, "__consumer_offsets", -1)["offset"] == 0
