@@ -396,8 +396,8 @@ class GroupCoordinator:
         """Remove members given as (member id, group instance id); returns the group error and one per member."""
         now = self.clock()
         group = self.groups.get(group_id)
-        if group is None:
-            return E.UNKNOWN_MEMBER_ID, []
+        if group is None:  # as Kafka: every member is unknown, the request itself succeeds
+            return E.NONE, [E.UNKNOWN_MEMBER_ID] * len(leaving)
         if group.is_in(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE, []
         errors = []

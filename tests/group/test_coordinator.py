@@ -143,7 +143,7 @@ def test_unknown_member_in_existing_group() -> None:
     assert h.leave([("ghost", None)]) == (E.NONE, [E.UNKNOWN_MEMBER_ID])
     assert h.heartbeat("x", 1, group="nope") is E.UNKNOWN_MEMBER_ID
     assert h.sync("x", 1, group="nope").result.error is E.UNKNOWN_MEMBER_ID
-    assert h.leave([("x", None)], group="nope") == (E.UNKNOWN_MEMBER_ID, [])
+    assert h.leave([("x", None)], group="nope") == (E.NONE, [E.UNKNOWN_MEMBER_ID])
 
 
 def test_stale_generation() -> None:
