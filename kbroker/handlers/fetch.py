@@ -6,8 +6,8 @@ As in Kafka (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages):
   read_committed, an empty aborted-transactions list (null for read_uncommitted);
 - max_bytes bounds the whole response and partition_max_bytes each partition, but the
   first partition with data returns at least one whole batch (KIP-74);
-- the answer is immediate when max_wait_ms <= 0, min_bytes is reached, or a partition
-  has an error; otherwise the fetch waits (kbroker.waiters) for appends or max_wait_ms,
+- the answer is immediate when max_wait_ms <= 0, min_bytes is reached, a partition
+  has an error, or no partition is asked for; otherwise the fetch waits (kbroker.waiters) for appends or max_wait_ms,
   then reads again;
 - fetch sessions (KIP-227) are refused: session_id is always 0, which every client
   accepts as "full fetches only". A non-zero session id with a positive epoch names a
@@ -43,7 +43,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     if session_error is not None:
         return {"throttle_time_ms": 0, "error_code": int(session_error), "session_id": NO_SESSION, "responses": []}
     response, available, respond_now = read_partitions(ctx, request)
-    if respond_now or request["max_wait_ms"] <= 0 or available >= request["min_bytes"]:
+    if respond_now or request["max_wait_ms"] <= 0 or available >= request["min_bytes"] or not request["topics"]:
         return response
     return _long_poll(ctx, request, request["min_bytes"] - available)
 

@@ -487,3 +487,8 @@ def test_idle_cpu_with_a_waiting_librdkafka_consumer(broker: BrokerProcess, topi
     finally:
         consumer.close()
     assert used / wall < 0.03, f"{used:.3f}s of CPU in {wall:.2f}s"
+
+
+def test_fetch_of_nothing_answers_at_once(raw: RawClient) -> None:
+    elapsed, response = _timed_fetch(raw, [], max_wait_ms=5000)
+    assert elapsed < 1 and response["responses"] == [] and response["error_code"] == 0
