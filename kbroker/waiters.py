@@ -4,7 +4,8 @@ A fetch that cannot be answered yet (fewer than min_bytes available) registers a
 FetchWait on every partition it reads. Whoever appends to a log calls
 ``notify_append(broker, topic, partition, size)``; that adds the appended bytes to
 each waiter on the partition and completes the ones that reached min_bytes. A
-timer completes the rest at max_wait_ms. Nothing polls: a waiting fetch is a
+timer completes the rest at max_wait_ms; ``wake_fetches`` completes them at once
+when a partition's log start moves or the partition goes away. Nothing polls: a waiting fetch is a
 dict entry, a future and a timer handle, and costs no CPU until one of them fires.
 """
 
@@ -36,6 +37,10 @@ class FetchWait:
         if self.missing <= 0 and not self.future.done():
             self.future.set_result(None)
 
+    def wake(self) -> None:
+        if not self.future.done():
+            self.future.set_result(None)
+
 
 class FetchWaiters:
     """Waiting fetches by partition."""
@@ -51,6 +56,11 @@ class FetchWaiters:
         if waits:
             for wait in list(waits):
                 wait.add(size)
+
+    def wake(self, key: TopicPartition) -> None:
+        """Answer every fetch waiting on `key` now (its log start moved, or it went away)."""
+        for wait in list(self._by_partition.get(key, ())):
+            wait.wake()
 
     async def wait(self, keys: Iterable[TopicPartition], missing: int, timeout_ms: int) -> None:
         """Return once `missing` more bytes were appended to `keys`, or after `timeout_ms`."""
@@ -92,3 +102,10 @@ def notify_append(broker: Broker, topic: str, partition: int, size: int) -> None
     waiters = broker.extensions.get(_EXTENSION)
     if waiters is not None:
         waiters.notify((topic, partition), size)  # type: ignore[attr-defined]
+
+
+def wake_fetches(broker: Broker, topic: str, partition: int) -> None:
+    """Answer the fetches waiting on topic-partition at once (DeleteRecords, topic deletion)."""
+    waiters = broker.extensions.get(_EXTENSION)
+    if waiters is not None:
+        waiters.wake((topic, partition))  # type: ignore[attr-defined]

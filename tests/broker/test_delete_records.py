@@ -16,7 +16,7 @@ from tests.broker.conftest import (
     record_offsets,
     unique_topic,
 )
-from tests.process import RawClient
+from tests.process import BrokerProcess, RawClient
 
 
 @pytest.fixture
@@ -69,3 +69,24 @@ def test_beyond_the_high_watermark(raw: RawClient, topic: str) -> None:
 def test_unknown_partition(raw: RawClient, topic: str) -> None:
     assert delete_records(raw, topic, 1, partition=3)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert delete_records(raw, unique_topic("missing"), 1)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
+def test_a_waiting_fetch_is_answered_when_the_log_start_moves(
+    broker: BrokerProcess, raw: RawClient, topic: str
+) -> None:
+    import threading
+    import time
+
+    def delete_soon() -> None:
+        time.sleep(0.3)
+        with RawClient(broker.bootstrap) as client:
+            delete_records(client, topic, -1)
+
+    thread = threading.Thread(target=delete_soon)
+    thread.start()
+    begin = time.monotonic()
+    response = fetch(raw, [(topic, 0, 20)], max_wait_ms=10_000)  # waits at the log end
+    thread.join()
+    assert time.monotonic() - begin < 2
+    part = fetched_partition(response, topic)
+    assert (part["error_code"], part["log_start_offset"]) == (0, 20)
