@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from kbroker.context import RequestContext
-from kbroker.sendfile import has_file_chunks, materialize, write_chunks
+from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
 from protocol.api_keys import ApiKey, api_name
 from protocol.codec import decode, encode_into
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -63,6 +63,7 @@ class Connection(asyncio.BufferedProtocol):
         self.id = next(_ids)
         self.reader = FrameReader(broker.config.get_int("socket.request.max.bytes"))
         self.transport: asyncio.Transport | None = None
+        self.writer: ResponseWriter | None = None
         self.peer = "?"
         self.client_id: str | None = None
         self.log = log.bind(connection_id=self.id)
@@ -76,6 +77,7 @@ class Connection(asyncio.BufferedProtocol):
     # -- asyncio.BufferedProtocol ---------------------------------------
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]  # uvloop's transports are not asyncio.Transport subclasses
+        self.writer = ResponseWriter(transport, self._update_reading)
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.log = self.log.bind(peer=self.peer)
@@ -103,6 +105,8 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.registry.discard(self)
+        if self.writer is not None:
+            self.writer.close()
         for task in self._tasks:
             task.cancel()
         if not self.closing:
@@ -241,12 +245,12 @@ class Connection(asyncio.BufferedProtocol):
 
     def _flush(self) -> None:
         order = self._order
-        transport = self.transport
+        writer = self.writer
         while order and order[0].done:
             slot = order.popleft()
-            if slot.chunks is not None and transport is not None and not self.closing:
+            if slot.chunks is not None and writer is not None and not self.closing:
                 try:
-                    write_chunks(transport, slot.chunks)
+                    writer.write(slot.chunks)
                 except OSError as exc:
                     self.close(f"could not read the response's record batches: {exc}")
         self._update_reading()
@@ -273,7 +277,8 @@ class Connection(asyncio.BufferedProtocol):
     def _update_reading(self) -> None:
         if self.transport is None or self.closing:
             return
-        should_pause = self._write_paused or len(self._order) >= MAX_IN_FLIGHT
+        sending = self.writer is not None and self.writer.busy
+        should_pause = self._write_paused or sending or len(self._order) >= MAX_IN_FLIGHT
         if should_pause and not self._read_paused:
             self._read_paused = True
             self.transport.pause_reading()
@@ -291,12 +296,12 @@ class Connection(asyncio.BufferedProtocol):
 
     @property
     def idle(self) -> bool:
-        return not self._order
+        return not self._order and not (self.writer is not None and self.writer.busy)
 
     async def drain(self, timeout: float) -> None:
         """Wait for in-flight requests to finish (for graceful shutdown)."""
         deadline = time.monotonic() + timeout
-        while self._order and time.monotonic() < deadline:
+        while not self.idle and time.monotonic() < deadline:
             await asyncio.sleep(0.01)
 
 

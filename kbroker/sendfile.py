@@ -1,26 +1,35 @@
-"""Sending fetched record batches from the segment files with os.sendfile.
+"""Sending a connection's responses, with fetched record batches going out by os.sendfile.
 
 A Fetch response carries its batches as FileChunk objects (a segment fd, a position
-and a size) among the ordinary bytes chunks. uvloop has no loop.sendfile, so
-`write_chunks` does it itself, and only when that is safe: when the transport has
-nothing buffered, everything written before is already in the kernel, so this
-response's bytes go straight to the socket (os.writev for bytes, os.sendfile for
-file ranges) in order. When the socket is full (a short write) or the transport
-still holds data, the rest is read with one pread per range and handed to the
-transport, which queues it behind what it has: the byte order on the wire is
-always the response order.
+and a size) among the ordinary bytes chunks. uvloop has no loop.sendfile, so the
+connection's ResponseWriter does it itself, and only when that is safe: when the
+transport has nothing buffered, everything written before is already in the kernel,
+so the response's bytes can go straight to the socket (os.writev for bytes,
+os.sendfile for file ranges, the socket corked meanwhile so they leave as full
+segments).
 
-A FileChunk's fd stays valid only while the event loop does not return to other
-work (a segment may be deleted and its fd closed afterwards): the connection sends
-a response's chunks in the same callback that produced them, or calls `materialize`
-to turn them into bytes first.
+When the socket fills up in the middle (a slow reader), the rest of that response
+is sent as the socket drains: a writability watch on a dup of the socket's fd (uvloop
+refuses add_writer on a transport's own fd), with the segment fds dup'd too, so a
+segment deleted meanwhile stays readable. Responses completed in the meantime wait
+behind it, their file ranges read into bytes at once (`materialize`), and the
+connection stops reading requests until it is done (`busy`).
+
+When the transport still holds data, or the connection is TLS, file ranges are read
+with one pread each and handed to the transport: the bytes on the wire always come
+in response order.
+
+A FileChunk's fd stays valid only while the event loop does not return to other work
+(a segment may be deleted and its fd closed afterwards): the connection writes a
+response's chunks in the same callback that produced them, or materializes them first.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import structlog
@@ -42,6 +51,12 @@ class FileChunk:
         self.position = region.position
         self.size = region.size
 
+    @classmethod
+    def of(cls, fd: int, position: int, size: int) -> FileChunk:
+        chunk = cls.__new__(cls)
+        chunk.fd, chunk.position, chunk.size = fd, position, size
+        return chunk
+
     def __len__(self) -> int:
         return self.size
 
@@ -62,29 +77,94 @@ def materialize(chunks: list[Any]) -> list[Any]:
     return [c.read() if type(c) is FileChunk else c for c in chunks]
 
 
-def write_chunks(transport: Any, chunks: list[Any]) -> None:
-    """Write a response's chunks to `transport`, sending file ranges with os.sendfile when it can.
+class ResponseWriter:
+    """Writes one connection's responses in order (see the module docstring)."""
 
-    Raises OSError when a file range cannot be read (the connection must then be closed:
-    part of the response may already be on the wire).
-    """
-    if not has_file_chunks(chunks):
-        transport.writelines(chunks)
-        return
-    sock = transport.get_extra_info("socket")
-    fd = _socket_fd(sock)
-    tls = transport.get_extra_info("sslcontext") is not None  # TLS bytes must go through the transport
-    if fd is None or tls or transport.get_write_buffer_size() > 0 or transport.is_closing():
-        transport.writelines(materialize(chunks))
-        return
-    corked = _cork(sock, True)  # one stream of full segments, not a small packet per bytes chunk
-    try:
-        rest = _send_direct(fd, chunks)
-    finally:
-        if corked:
-            _cork(sock, False)
-    if rest:
-        transport.writelines(materialize(rest))
+    __slots__ = ("transport", "_on_drained", "_rest", "_backlog", "_watch_fd", "_owned")
+
+    def __init__(self, transport: Any, on_drained: Callable[[], None] | None = None) -> None:
+        self.transport = transport
+        self._on_drained = on_drained  # called when a response sent as the socket drained is done
+        self._rest: list[Any] | None = None  # what is left of a response going out by sendfile
+        self._backlog: list[Any] = []  # later responses' bytes, to write after it
+        self._watch_fd = -1
+        self._owned: list[int] = []  # dup'd segment fds held by self._rest
+
+    @property
+    def busy(self) -> bool:
+        """A response is going out as the socket drains; later ones wait."""
+        return self._rest is not None
+
+    def write(self, chunks: list[Any]) -> None:
+        """Write one response. Raises OSError when a file range cannot be read (close the connection)."""
+        if self._rest is not None:
+            self._backlog.extend(materialize(chunks))
+            return
+        transport = self.transport
+        if not has_file_chunks(chunks):
+            transport.writelines(chunks)
+            return
+        sock = transport.get_extra_info("socket")
+        fd = _socket_fd(sock)
+        tls = transport.get_extra_info("sslcontext") is not None  # TLS bytes must go through the transport
+        if fd is None or tls or transport.get_write_buffer_size() > 0 or transport.is_closing():
+            transport.writelines(materialize(chunks))
+            return
+        rest, failed = _send_corked(sock, fd, chunks)
+        if failed:
+            transport.writelines(materialize(rest))  # the transport meets the error too and closes
+        elif rest:
+            self._send_when_writable(fd, rest)
+
+    def _send_when_writable(self, fd: int, rest: list[Any]) -> None:
+        try:
+            self._watch_fd = os.dup(fd)
+            for chunk in rest:
+                if type(chunk) is FileChunk:
+                    chunk.fd = os.dup(chunk.fd)  # nothing else uses a written response's chunks
+                    self._owned.append(chunk.fd)
+            asyncio.get_running_loop().add_writer(self._watch_fd, self._resume)
+        except (OSError, RuntimeError) as error:
+            log.warning("sendfile_wait_failed", error=str(error))
+            self.close()
+            self.transport.writelines(materialize(rest))
+            return
+        self._rest = rest
+
+    def _resume(self) -> None:
+        rest = self._rest
+        if rest is None or self.transport.is_closing():
+            self.close()
+            return
+        rest, failed = _send_corked(self.transport.get_extra_info("socket"), self._watch_fd, rest)
+        if failed:
+            self.close()
+            self.transport.abort()
+            return
+        if rest:
+            self._rest = rest
+            return
+        backlog = self._backlog
+        self.close()
+        if backlog:
+            self.transport.writelines(backlog)
+        if self._on_drained is not None:
+            self._on_drained()
+
+    def close(self) -> None:
+        """Stop sending and release the dup'd fds (the connection is gone, or the response is done)."""
+        if self._watch_fd >= 0:
+            try:
+                asyncio.get_running_loop().remove_writer(self._watch_fd)
+            except RuntimeError:
+                pass
+            os.close(self._watch_fd)
+            self._watch_fd = -1
+        for fd in self._owned:
+            os.close(fd)
+        self._owned = []
+        self._rest = None
+        self._backlog = []
 
 
 def _socket_fd(sock: Any) -> int | None:
@@ -96,6 +176,15 @@ def _socket_fd(sock: Any) -> int | None:
         return None
 
 
+def _send_corked(sock: Any, fd: int, chunks: list[Any]) -> tuple[list[Any], bool]:
+    corked = _cork(sock, True)  # one stream of full segments, not a small packet per bytes chunk
+    try:
+        return _send_direct(fd, chunks)
+    finally:
+        if corked:
+            _cork(sock, False)
+
+
 def _cork(sock: Any, on: bool) -> bool:
     try:
         sock.setsockopt(socket.IPPROTO_TCP, TCP_CORK, 1 if on else 0)
@@ -104,39 +193,41 @@ def _cork(sock: Any, on: bool) -> bool:
     return True
 
 
-def _send_direct(fd: int, chunks: list[Any]) -> list[Any]:
-    """Send as much as the socket takes now; return what is left (a partly sent chunk cut to its rest)."""
+def _send_direct(fd: int, chunks: list[Any]) -> tuple[list[Any], bool]:
+    """Send as much as the socket takes now: (what is left, whether the socket or file failed).
+
+    A partly sent chunk is cut to a new chunk holding its rest.
+    """
     pending: list[Any] = []
     for i, chunk in enumerate(chunks):
         if type(chunk) is not FileChunk:
             pending.append(chunk)
             continue
         if pending:
-            left = _writev(fd, pending)
+            left, failed = _writev(fd, pending)
             if left:
-                return left + chunks[i:]
+                return left + chunks[i:], failed
             pending = []
-        sent = _sendfile(fd, chunk)
+        sent, failed = _sendfile(fd, chunk)
         if sent < chunk.size:
-            rest = FileChunk.__new__(FileChunk)
-            rest.fd, rest.position, rest.size = chunk.fd, chunk.position + sent, chunk.size - sent
-            return [rest, *chunks[i + 1 :]]
+            return [FileChunk.of(chunk.fd, chunk.position + sent, chunk.size - sent), *chunks[i + 1 :]], failed
     if pending:
         return _writev(fd, pending)
-    return []
+    return [], False
 
 
-def _writev(fd: int, buffers: list[Any]) -> list[Any]:
-    """os.writev until done or the socket is full; return the unsent remainder."""
+def _writev(fd: int, buffers: list[Any]) -> tuple[list[Any], bool]:
+    """os.writev until done or the socket is full: (the unsent remainder, whether it failed)."""
     while buffers:
         try:
             sent = os.writev(fd, buffers)
-        except (BlockingIOError, InterruptedError):
-            return buffers
-        except OSError:
-            return buffers  # the transport will meet the error too and close the connection
+        except BlockingIOError:
+            return buffers, False
+        except OSError as error:
+            log.debug("writev_failed", error=str(error))
+            return buffers, True
         buffers = _drop(buffers, sent)
-    return []
+    return [], False
 
 
 def _drop(buffers: list[Any], sent: int) -> list[Any]:
@@ -148,18 +239,18 @@ def _drop(buffers: list[Any], sent: int) -> list[Any]:
     return []
 
 
-def _sendfile(fd: int, chunk: FileChunk) -> int:
-    """Bytes of `chunk` sent (all of it unless the socket filled up or failed)."""
+def _sendfile(fd: int, chunk: FileChunk) -> tuple[int, bool]:
+    """(bytes of `chunk` sent, whether it failed): all of it unless the socket filled up or failed."""
     done = 0
     while done < chunk.size:
         try:
             sent = os.sendfile(fd, chunk.fd, chunk.position + done, chunk.size - done)
-        except (BlockingIOError, InterruptedError):
-            return done
+        except BlockingIOError:
+            return done, False
         except OSError as error:
             log.debug("sendfile_failed", error=str(error))
-            return done
-        if sent == 0:  # the file ended early: let pread report it
-            return done
+            return done, True
+        if sent == 0:  # the file ended early
+            return done, True
         done += sent
-    return done
+    return done, False

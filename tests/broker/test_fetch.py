@@ -287,6 +287,7 @@ class _BufferingTransport:
     def __init__(self, sock: socket.socket, buffered: bytes = b"") -> None:
         self.sock = sock
         self.buffered = bytearray(buffered)
+        self.aborted = False
 
     def get_extra_info(self, name: str) -> Any:
         return self.sock if name == "socket" else None
@@ -295,7 +296,10 @@ class _BufferingTransport:
         return len(self.buffered)
 
     def is_closing(self) -> bool:
-        return False
+        return self.aborted
+
+    def abort(self) -> None:
+        self.aborted = True
 
     def writelines(self, chunks: list[Any]) -> None:
         for chunk in chunks:
@@ -303,46 +307,73 @@ class _BufferingTransport:
             self.buffered += chunk
 
 
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
 @pytest.mark.parametrize("already_buffered", [b"", b"earlier response"])
 @pytest.mark.parametrize("send_buffer", [4096, 1 << 22])
-def test_sendfile_keeps_the_byte_order(tmp_path: Any, already_buffered: bytes, send_buffer: int) -> None:
-    from kbroker.log import FileRegion
-    from kbroker.sendfile import FileChunk, write_chunks
+def test_response_writer_keeps_the_byte_order(tmp_path: Any, already_buffered: bytes, send_buffer: int) -> None:
+    """Direct sendfile, a socket that fills up (the rest follows as it drains), later responses
+    queued behind, the segment fd closed meanwhile: the bytes arrive in response order."""
+    import asyncio
 
-    content = os.urandom(300_000)
+    from kbroker.log import FileRegion
+    from kbroker.sendfile import FileChunk, ResponseWriter
+
+    content = os.urandom(600_000)
     path = tmp_path / "segment"
     path.write_bytes(content)
-    fd = os.open(path, os.O_RDONLY)
     ours, theirs = socket.socketpair()
+    ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
+    ours.setblocking(False)
+    transport = _BufferingTransport(ours, already_buffered)
     received = bytearray()
 
     def receive() -> None:
-        while chunk := theirs.recv(1 << 20):
+        time.sleep(0.2)  # a slow reader: the send buffer fills first
+        while chunk := theirs.recv(1 << 16):
             received.extend(chunk)
 
+    async def run() -> tuple[int, int, bool]:
+        fds_before = _open_fds()
+        fd = os.open(path, os.O_RDONLY)
+        drained: list[bool] = []
+        writer = ResponseWriter(transport, lambda: drained.append(True))
+        writer.write([b"head", FileChunk(FileRegion(fd, 10, 400_000)), b"middle", FileChunk(FileRegion(fd, 5, 7))])
+        writer.write([b"second"])
+        writer.write([b"third", FileChunk(FileRegion(fd, 500_000, 100_000))])
+        os.close(fd)  # a segment deleted meanwhile: what is still to send must not depend on this fd
+        deadline = time.monotonic() + 10
+        while writer.busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
+        assert not writer.busy
+        return fds_before, _open_fds(), bool(drained)
+
+    reader = threading.Thread(target=receive)
+    reader.start()
     try:
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, send_buffer)
-        ours.setblocking(False)
-        transport = _BufferingTransport(ours, already_buffered)
-        chunks = [
-            b"head",
-            FileChunk(FileRegion(fd, 10, 100_000)),
-            b"middle",
-            FileChunk(FileRegion(fd, 200_000, 90_000)),
-        ]
-        write_chunks(transport, chunks)  # nobody reads yet: a small send buffer fills up
-        reader = threading.Thread(target=receive)
-        reader.start()
+        fds_before, fds_after, drained = asyncio.run(run())
         ours.setblocking(True)
-        ours.sendall(bytes(transport.buffered))  # what the transport would send later, in order
+        ours.sendall(bytes(transport.buffered))  # what the transport sends after the direct writes
         ours.shutdown(socket.SHUT_WR)
         reader.join(10)
     finally:
-        os.close(fd)
         ours.close()
         theirs.close()
-    expected = already_buffered + b"head" + content[10:100_010] + b"middle" + content[200_000:290_000]
+    expected = (
+        already_buffered
+        + b"head"
+        + content[10:400_010]
+        + b"middle"
+        + content[5:12]
+        + b"second"
+        + b"third"
+        + content[500_000:600_000]
+    )
     assert bytes(received) == expected
+    assert fds_after == fds_before  # every dup'd fd is closed again
+    assert drained == (not already_buffered and send_buffer == 4096)  # the slow path was taken
 
 
 # -- real clients -------------------------------------------------------------------------------
