@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming import StreamingQuery
 
 # API keys the suite's table does not name yet.
-EXTRA_API_KEYS = {"AddPartitionsToTxn": 24, "EndTxn": 26, "DescribeTopicPartitions": 75}
+EXTRA_API_KEYS = {"ListGroups": 16, "AddPartitionsToTxn": 24, "EndTxn": 26, "DescribeTopicPartitions": 75}
 
 # API name -> lowest version the connector (or the test's own setup) needs.
 SPARK_READ: dict[str, int] = {"Metadata": 4, "ListOffsets": 1, "Fetch": 4}
@@ -38,6 +38,16 @@ READ_COMMITTED: dict[str, int] = {
     "EndTxn": 0,
 }
 DELETE_RECORDS: dict[str, int] = {"DeleteRecords": 0}
+# spark.sql.streaming.kafka.useDeprecatedOffsetFetching=true: the driver's KafkaConsumer subscribes in a group.
+LEGACY_DRIVER: dict[str, int] = {
+    "FindCoordinator": 0,
+    "JoinGroup": 0,
+    "SyncGroup": 0,
+    "Heartbeat": 0,
+    "LeaveGroup": 0,
+    "OffsetFetch": 0,
+    "ListGroups": 0,  # only for the test to see that the driver's group existed
+}
 
 
 def require(advertised: dict[int, tuple[int, int]], *needs: dict[str, int]) -> None:
@@ -74,6 +84,17 @@ def consume_all(bootstrap: str, topic: str, partitions: Sequence[int], count: in
     result = KafkaPythonClient().consume(bootstrap, topic, list(partitions), "earliest", count, timeout_s=30)
     assert result.error is None, result.error_message
     return result
+
+
+def group_ids(bootstrap: str) -> set[str]:
+    """The consumer groups the broker knows (kafka-python's ListGroups)."""
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="compat-spark-groups")
+    try:
+        return {str(group["group_id"]) for group in admin.list_groups()}
+    finally:
+        admin.close()
 
 
 def kafka_source(spark: SparkSession, bootstrap: str, **options: str) -> Any:

@@ -18,12 +18,14 @@ from tests.compat.clients import Record
 from tests.compat.kafka_python_client import KafkaPythonClient
 from tests.compat.spark_support import (
     DELETE_RECORDS,
+    LEGACY_DRIVER,
     READ_COMMITTED,
     SETUP,
     SPARK_READ,
     SPARK_SINK,
     consume_all,
     create_topic,
+    group_ids,
     kafka_source,
     kafka_stream,
     parquet_rows,
@@ -152,6 +154,29 @@ def test_batch_read_by_timestamp(bootstrap: str, advertised: dict[int, tuple[int
 
     with pytest.raises(IllegalArgumentException, match="No offset matched"):
         _read(spark, bootstrap, topic, startingOffsetsByTimestamp=json.dumps(starting))
+
+
+def test_batch_read_legacy_offset_fetching(
+    bootstrap: str, advertised: dict[int, tuple[int, int]], request: Any
+) -> None:
+    """The deprecated driver path: a KafkaConsumer in a consumer group reads the offsets instead of the Admin."""
+    require(advertised, SETUP, SPARK_READ, LEGACY_DRIVER)
+    topic = create_topic(bootstrap, "batch-legacy", partitions=3)
+    records = _batch_records()
+    offsets = produce(bootstrap, topic, records)
+    spark = get_spark(request)
+    groups_before = group_ids(bootstrap)
+    spark.conf.set("spark.sql.streaming.kafka.useDeprecatedOffsetFetching", "true")
+    try:
+        rows = _read(spark, bootstrap, topic, startingOffsets="earliest", endingOffsets="latest")
+        assert rows == _expected(topic, records, offsets, lambda p, o: True)
+        starting = {topic: {"0": BASE_TS + 2500, "1": BASE_TS + 2100, "2": BASE_TS + 5200}}
+        rows = _read(spark, bootstrap, topic, startingOffsetsByTimestamp=json.dumps(starting))
+        assert rows == _expected(topic, records, offsets, lambda p, o: o >= {0: 3, 1: 2, 2: 5}[p])
+        drivers = [g for g in group_ids(bootstrap) - groups_before if g.startswith("spark-kafka-relation-")]
+        assert len(drivers) == 2 and all(g.endswith("-driver-0") for g in drivers), drivers
+    finally:
+        spark.conf.unset("spark.sql.streaming.kafka.useDeprecatedOffsetFetching")
 
 
 # -- 2. streaming, availableNow, restart from the checkpoint ------------------------------------------------
