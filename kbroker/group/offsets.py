@@ -37,8 +37,14 @@ class GroupOffsets:
         self.groups = groups
 
     # -- OffsetCommit ------------------------------------------------------------
-    def validate_commit(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode:
-        """Whether this member may commit now (creates a "simple" group for a generation -1 commit)."""
+    def validate_commit(
+        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool = False
+    ) -> ErrorCode:
+        """Whether this member may commit now (creates a "simple" group for a generation -1 commit).
+
+        Transactional commits (TxnOffsetCommit) are checked as Kafka does: member and generation
+        when given (KIP-447), but neither REBALANCE_IN_PROGRESS nor "members only" for anonymous ones.
+        """
         if not group_id:
             return E.INVALID_GROUP_ID
         group = self.groups.get(group_id)
@@ -56,9 +62,9 @@ class GroupOffsets:
                 return error
             if generation_id != group.generation_id:
                 return E.ILLEGAL_GENERATION
-        elif not group.is_in(S.EMPTY):
+        elif not transactional and not group.is_in(S.EMPTY):
             return E.UNKNOWN_MEMBER_ID
-        if group.is_in(S.COMPLETING_REBALANCE):
+        if not transactional and group.is_in(S.COMPLETING_REBALANCE):
             return E.REBALANCE_IN_PROGRESS
         return E.NONE
 
@@ -85,8 +91,6 @@ class GroupOffsets:
     # -- DeleteGroups and OffsetDelete ---------------------------------------------
     def delete_group(self, group_id: str) -> tuple[ErrorCode, ClassicGroup | None]:
         """Remove an empty group and its offsets; returns the removed group for tombstones."""
-        if not group_id:
-            return E.INVALID_GROUP_ID, None
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND, None

@@ -20,7 +20,7 @@ from kbroker.group.config import GroupConfig
 from kbroker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
 from kbroker.group.group import ClassicGroup, CommittedOffset, TopicPartition
 from kbroker.group.offsets import GroupOffsets
-from kbroker.group.store import Entry, OffsetsStore
+from kbroker.group.store import NO_MARKER, NO_PRODUCER_ID, Entry, OffsetsStore
 from kbroker.log import LogError, RecordTooLargeError
 from protocol.errors import ErrorCode
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 EXTENSION_KEY = "group_coordinator"
+COMMIT_MARKER = 1  # ControlRecordType.COMMIT
 
 
 def wall_clock_ms() -> int:
@@ -56,15 +57,22 @@ class GroupRuntime:
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
+        # TxnOffsetCommit: producer id -> group id -> offsets written but not yet decided by a marker
+        self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------
     def load(self) -> None:
         """Replay __consumer_offsets into memory (before serving)."""
         started = time.perf_counter()
         loaded = skipped = 0
-        for partition, key, value in self.store.replay():
+        for partition, key, value, producer_id, marker in self.store.replay():
             try:
-                self._load_record(key, value)
+                if marker != NO_MARKER:
+                    self.complete_txn(producer_id, partition, marker == COMMIT_MARKER)
+                elif producer_id != NO_PRODUCER_ID:
+                    self._load_txn_record(producer_id, key, value)
+                else:
+                    self._load_record(key, value)
                 loaded += 1
             except (records.RecordFormatError, UnicodeDecodeError) as error:
                 skipped += 1
@@ -85,6 +93,11 @@ class GroupRuntime:
         else:
             group = None if value is None else records.parse_group_value(value)
             self.offsets.load_group(parsed.group_id, group)
+
+    def _load_txn_record(self, producer_id: int, key: bytes, value: bytes | None) -> None:
+        parsed = records.parse_key(key)
+        if isinstance(parsed, records.OffsetKey) and value is not None:
+            self._add_pending(producer_id, parsed.group_id, {parsed.tp: records.parse_offset_value(value)})
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -174,6 +187,73 @@ class GroupRuntime:
     ) -> dict[TopicPartition, CommittedOffset | None]:
         return self.offsets.fetch(group_id, partitions)
 
+    # -- transactional offsets (TxnOffsetCommit, then a marker from the transaction coordinator) --------
+    async def txn_commit(
+        self,
+        group_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        offsets: dict[TopicPartition, CommittedOffset],
+    ) -> ErrorCode:
+        """Write offsets as a transactional batch of the producer; they stay pending until its marker."""
+        error = self.offsets.validate_commit(group_id, generation_id, member_id, instance_id, transactional=True)
+        if error is not ErrorCode.NONE or not offsets:
+            return error
+        entries = [(records.offset_key(group_id, tp), records.offset_value(c)) for tp, c in offsets.items()]
+        try:
+            partition_log, info = self.store.append(
+                group_id, entries, producer_id=producer_id, producer_epoch=producer_epoch
+            )
+        except RecordTooLargeError:
+            return ErrorCode.INVALID_COMMIT_OFFSET_SIZE
+        except LogError as failure:
+            log.error("txn_offset_commit_write_failed", group=group_id, error=str(failure))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        self._add_pending(producer_id, group_id, offsets)
+        try:
+            await self.store.wait_durable(partition_log, info)
+        except LogError as failure:
+            log.error("txn_offset_commit_flush_failed", group=group_id, error=str(failure))
+            return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.NONE
+
+    def _add_pending(self, producer_id: int, group_id: str, offsets: dict[TopicPartition, CommittedOffset]) -> None:
+        self.pending_txn_offsets.setdefault(producer_id, {}).setdefault(group_id, {}).update(offsets)
+
+    def complete_txn(self, producer_id: int, partition: int, commit: bool) -> int:
+        """A marker of `producer_id` in __consumer_offsets-`partition`: publish (commit) or drop (abort)
+        the producer's pending offsets of the groups stored there; returns how many offsets."""
+        by_group = self.pending_txn_offsets.get(producer_id)
+        if not by_group:
+            return 0
+        count = 0
+        for group_id in [g for g in by_group if self.store.partition_for(g) == partition]:
+            offsets = by_group.pop(group_id)
+            count += len(offsets)
+            if commit:
+                self.offsets.apply_commit(group_id, offsets)
+        if not by_group:
+            del self.pending_txn_offsets[producer_id]
+        return count
+
+    def has_pending_txn_offset(self, group_id: str, tp: TopicPartition | None = None) -> bool:
+        """Whether an open transaction holds offsets of the group (of `tp`, if given): OffsetFetch RequireStable."""
+        for by_group in self.pending_txn_offsets.values():
+            offsets = by_group.get(group_id)
+            if offsets and (tp is None or tp in offsets):
+                return True
+        return False
+
+    def _has_pending_in(self, partition: int) -> bool:
+        return any(
+            self.store.partition_for(group_id) == partition
+            for by_group in self.pending_txn_offsets.values()
+            for group_id in by_group
+        )
+
     async def delete_groups(self, group_ids: list[str]) -> dict[str, ErrorCode]:
         results: dict[str, ErrorCode] = {}
         writes: dict[str, Awaitable[ErrorCode]] = {}
@@ -236,8 +316,8 @@ class GroupRuntime:
 
     def _maybe_snapshot(self, group_id: str) -> None:
         partition = self.store.partition_for(group_id)
-        if not self.store.needs_snapshot(partition):
-            return
+        if not self.store.needs_snapshot(partition) or self._has_pending_in(partition):
+            return  # a snapshot would drop the pending transactional records: wait for their markers
         task = asyncio.get_running_loop().create_task(self.store.snapshot(partition, self.live_entries(partition)))
         self._background.add(task)
         task.add_done_callback(self._snapshot_done)

@@ -18,6 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import structlog
 
@@ -35,6 +36,23 @@ MAX_BATCH_BYTES = 512 * 1024
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 
 Entry = tuple[bytes, bytes | None]  # (key, value); value None = tombstone
+NO_PRODUCER_ID = -1
+NO_MARKER = -1
+
+
+class ReplayRecord(NamedTuple):
+    """One record of __consumer_offsets as replayed.
+
+    Transactional offset commits (TxnOffsetCommit) carry their producer id: they count
+    only once a COMMIT marker of that producer follows in the same partition. A marker
+    comes as a record with `marker` set (0 ABORT, 1 COMMIT) and an empty key.
+    """
+
+    partition: int
+    key: bytes
+    value: bytes | None
+    producer_id: int = NO_PRODUCER_ID
+    marker: int = NO_MARKER
 
 
 @dataclass
@@ -69,11 +87,16 @@ class OffsetsStore:
         return partition_for(group_id, self.partitions)
 
     # -- writes ------------------------------------------------------------------
-    def append(self, group_id: str, entries: Sequence[Entry]) -> tuple[PartitionLog, AppendInfo]:
-        """Write the entries of one group into its partition's log (page cache on return)."""
+    def append(
+        self, group_id: str, entries: Sequence[Entry], *, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1
+    ) -> tuple[PartitionLog, AppendInfo]:
+        """Write the entries of one group into its partition's log (page cache on return).
+
+        With a producer id the batch is transactional (TxnOffsetCommit): pending until a marker.
+        """
         self._ensure_topic()
         partition_log = self._log(self.partition_for(group_id))
-        return partition_log, partition_log.append(encode_batches(entries))
+        return partition_log, partition_log.append(encode_batches(entries, producer_id, producer_epoch))
 
     @staticmethod
     async def wait_durable(partition_log: PartitionLog, info: AppendInfo) -> None:
@@ -137,17 +160,16 @@ class OffsetsStore:
             self.snapshotting.discard(partition)
 
     # -- replay ----------------------------------------------------------------------
-    def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
-        """Every record of every partition, oldest first: (partition, key, value)."""
+    def replay(self) -> Iterator[ReplayRecord]:
+        """Every record and transaction marker of every partition, oldest first."""
         for partition in range(self.partitions):
             partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
             if partition_log is not None:
-                for key, value in read_partition(partition_log):
-                    yield partition, key, value
+                yield from read_partition(partition_log, partition)
                 self._size_after_snapshot[partition] = partition_log.size_in_bytes
 
 
-def read_partition(partition_log: PartitionLog) -> Iterator[Entry]:
+def read_partition(partition_log: PartitionLog, partition: int) -> Iterator[ReplayRecord]:
     offset = partition_log.log_start_offset
     while offset < partition_log.log_end_offset:
         data = partition_log.read(offset, READ_CHUNK_BYTES).read()
@@ -155,18 +177,28 @@ def read_partition(partition_log: PartitionLog) -> Iterator[Entry]:
             break
         try:
             for batch in iter_batches(data):
-                if not batch.is_control:
+                if batch.is_control:
+                    if batch.is_transactional and batch.base_offset >= offset:
+                        marker = batch.end_transaction_marker()
+                        yield ReplayRecord(partition, b"", None, batch.producer_id, int(marker.type))
+                else:
+                    producer_id = batch.producer_id if batch.is_transactional else NO_PRODUCER_ID
                     for record in batch.records():
                         if record.offset >= offset and record.key is not None:
-                            yield bytes(record.key), None if record.value is None else bytes(record.value)
+                            value = None if record.value is None else bytes(record.value)
+                            yield ReplayRecord(partition, bytes(record.key), value, producer_id)
                 offset = batch.next_offset
         except InvalidRecordError as error:  # recovery already cut torn tails; this is real corruption
             log.error("offsets_log_unreadable", partition=partition_log.partition, offset=offset, error=str(error))
             return
 
 
-def encode_batches(entries: Iterable[Entry]) -> bytearray:
-    """Entries as uncompressed record batches of at most about MAX_BATCH_BYTES each."""
+def encode_batches(entries: Iterable[Entry], producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1) -> bytearray:
+    """Entries as uncompressed record batches of at most about MAX_BATCH_BYTES each
+    (transactional ones, with no sequence as Kafka writes them, when a producer id is given)."""
+    batch_args = {}
+    if producer_id != NO_PRODUCER_ID:
+        batch_args = {"producer_id": producer_id, "producer_epoch": producer_epoch, "is_transactional": True}
     now = int(time.time() * 1000)
     out = bytearray()
     pending: list[SimpleRecord] = []
@@ -175,8 +207,8 @@ def encode_batches(entries: Iterable[Entry]) -> bytearray:
         pending.append(SimpleRecord(key, value, (), now))
         size += len(key) + (len(value) if value else 0) + 16
         if size >= MAX_BATCH_BYTES:
-            out += build_record_batch(pending)
+            out += build_record_batch(pending, **batch_args)  # type: ignore[arg-type]
             pending, size = [], 0
     if pending:
-        out += build_record_batch(pending)
+        out += build_record_batch(pending, **batch_args)  # type: ignore[arg-type]
     return out

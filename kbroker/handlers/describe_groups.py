@@ -25,8 +25,6 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(group: Any, group_id: str) -> dict[str, Any]:
-    if not group_id:
-        return _summary(group_id, ErrorCode.INVALID_GROUP_ID, GroupState.DEAD.value)
     if group is None:
         return _summary(group_id, ErrorCode.NONE, GroupState.DEAD.value)
     stable = group.state is GroupState.STABLE

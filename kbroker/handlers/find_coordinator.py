@@ -1,7 +1,8 @@
 """FindCoordinator (10): this node coordinates every group (key type 0).
 
-Transactions (key type 1) have no coordinator yet: COORDINATOR_NOT_AVAILABLE, which
-clients retry. From v4 a request carries a batch of keys and gets one answer per key.
+Transactions (key type 1): this node too, once the transaction coordinator runs
+(COORDINATOR_NOT_AVAILABLE, which clients retry, before). From v4 a request carries
+a batch of keys and gets one answer per key.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
+from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
 
@@ -28,14 +30,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]:
-    if key_type == TRANSACTION_KEY_TYPE:
-        return _error(ErrorCode.COORDINATOR_NOT_AVAILABLE, "kbroker has no transaction coordinator yet")
-    if key_type != GROUP_KEY_TYPE:
+    """Every group and transactional id, even an empty one (as Kafka answers), is coordinated here."""
+    if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
-    if not key:
-        return _error(ErrorCode.INVALID_REQUEST, "the group id is empty")
     try:
-        group_runtime(ctx.broker)
+        if key_type == GROUP_KEY_TYPE:
+            group_runtime(ctx.broker)
+        else:
+            transaction_coordinator(ctx.broker)
     except KafkaProtocolError as error:
         return _error(error.code, error.message)
     broker = ctx.broker

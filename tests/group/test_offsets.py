@@ -74,7 +74,7 @@ def test_delete_group_only_when_empty() -> None:
     ids, _ = h.stable_group(1)
     assert h.offsets.delete_group("g") == (E.NON_EMPTY_GROUP, None)
     assert h.offsets.delete_group("nope") == (E.GROUP_ID_NOT_FOUND, None)
-    assert h.offsets.delete_group("") == (E.INVALID_GROUP_ID, None)
+    assert h.offsets.delete_group("") == (E.GROUP_ID_NOT_FOUND, None)
     h.leave([(ids[0], None)])
     error, group = h.offsets.delete_group("g")
     assert error is E.NONE and group is not None and group.state is GroupState.DEAD
