@@ -20,6 +20,7 @@ from kbroker.config import BrokerConfig
 from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.txn.runtime import start_transaction_coordinator
 from kbroker.txn.states import producer_states
 
 log = structlog.get_logger("kbroker.server")
@@ -55,6 +56,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     states = producer_states(broker)
     states.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
+    transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = ConnectionRegistry(
         max_connections=config.get_int("max.connections"),
         idle_ms=config.get_int("connections.max.idle.ms"),
@@ -98,6 +100,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
+    await transactions.stop()
     for conn in conns:
         conn.close("broker shutting down", level="debug")
     for task in duties:

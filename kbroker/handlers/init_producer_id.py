@@ -5,13 +5,13 @@ producer id with epoch 0, also at v3+ when the client names its current id and
 epoch (KIP-360 epoch bumps of idempotent producers happen in the client; the
 broker only sees a new epoch starting at sequence 0, see kbroker/txn).
 
-An empty transactional id is INVALID_REQUEST, as in Kafka. kbroker has no
-transaction coordinator yet, so a transactional id is answered with
-COORDINATOR_NOT_AVAILABLE (logged as a warning), what Kafka answers while its
-transaction coordinator is unavailable, and what FindCoordinator already answers
-for transaction keys here (so clients, which look the coordinator up first, do not
-even get this far). Clients retry it until their own timeout (Java: initTransactions
-fails after max.block.ms); no transaction ever appears to start.
+An empty transactional id is INVALID_REQUEST, as in Kafka. A transactional id goes to
+the transaction coordinator (kbroker/txn/coordinator.py): the id's producer id with its
+epoch bumped, fencing an older instance (its open transaction is aborted first and the
+client asked to retry with CONCURRENT_TRANSACTIONS). The timeout must be within
+transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT). v3+ may name the producer's
+current id and epoch to resume it (KIP-360). A fenced producer gets PRODUCER_FENCED
+from v4 and INVALID_PRODUCER_EPOCH before, as Kafka answers.
 
 Versions 0-4, as Table A recommends (v5 only adds TRANSACTION_ABORTABLE, KIP-890).
 """
@@ -24,25 +24,24 @@ from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
 from kbroker.txn import producer_id_manager
+from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
+from protocol.errors import ErrorCode, KafkaProtocolError
 
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 
 
+FIRST_PRODUCER_FENCED_VERSION = 4
+
+
 @handles(ApiKey.INIT_PRODUCER_ID, "0-4")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     transactional_id = request["transactional_id"]
     if transactional_id == "":
         return _response(ErrorCode.INVALID_REQUEST)
     if transactional_id is not None:
-        ctx.log.warning(
-            "transactions_not_supported",
-            transactional_id=transactional_id,
-            detail="kbroker serves idempotent producers only; answering COORDINATOR_NOT_AVAILABLE",
-        )
-        return _response(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return await _transactional(ctx, request, transactional_id)
     try:
         producer_id = producer_id_manager(ctx.broker).generate()
     except KafkaStorageError as error:
@@ -50,6 +49,28 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return _response(ErrorCode.KAFKA_STORAGE_ERROR)
     ctx.log.debug("producer_id_issued", producer_id=producer_id)
     return _response(ErrorCode.NONE, producer_id, 0)
+
+
+async def _transactional(ctx: RequestContext, request: dict[str, Any], transactional_id: str) -> dict[str, Any]:
+    producer_id, epoch = request["producer_id"], request["producer_epoch"]
+    if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
+        return _response(ErrorCode.INVALID_REQUEST)  # Kafka: both or neither
+    expected = None if producer_id == NO_PRODUCER_ID else (producer_id, epoch)
+    try:
+        coordinator = transaction_coordinator(ctx.broker)
+        result = await coordinator.init_producer_id(transactional_id, request["transaction_timeout_ms"], expected)
+    except KafkaProtocolError as error:
+        return _response(error.code)
+    except KafkaStorageError as error:
+        ctx.log.error("producer_id_allocation_failed", error=str(error))
+        return _response(ErrorCode.KAFKA_STORAGE_ERROR)
+    code = result.error
+    if code is ErrorCode.PRODUCER_FENCED and ctx.api_version < FIRST_PRODUCER_FENCED_VERSION:
+        code = ErrorCode.INVALID_PRODUCER_EPOCH
+    if code is not ErrorCode.NONE:
+        ctx.log.info("init_producer_id_refused", transactional_id=transactional_id, error=code.name)
+        return _response(code)
+    return _response(code, result.producer_id, result.producer_epoch)
 
 
 def _response(

@@ -18,8 +18,9 @@ carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, idempot
 batches go through the partition's producer state (kbroker/txn): a duplicate of one
 of the producer's last 5 batches is answered with its original offsets and not
 appended; a gap or a stale epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER,
-INVALID_PRODUCER_EPOCH). Transactional batches are refused with INVALID_TXN_STATE
-until transactions exist.
+INVALID_PRODUCER_EPOCH). A transactional batch must belong to its producer's ongoing
+transaction, with this partition added to it (AddPartitionsToTxn), else INVALID_TXN_STATE
+(INVALID_PRODUCER_EPOCH for an older epoch), as Kafka's partition verification answers.
 
 acks=0 gets no response; if any partition failed, the connection is closed instead,
 as Kafka does, so that the producer notices. acks=-1 waits for the fsync when the
@@ -37,6 +38,7 @@ from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
 from kbroker.txn import DuplicateBatch, ProducerStateError, producer_states
+from kbroker.txn.runtime import transaction_coordinator
 from kbroker.waiters import notify_append
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -103,7 +105,7 @@ def _produce_partition(
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, log, f"cannot append to internal topic {topic}")
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
-        _check_producer(ctx, batch)
+        _check_producer(ctx, batch, topic, index)
         state = producer_states(ctx.broker).for_log(log) if batch.has_producer_id else None
         duplicate = state.check(batch) if state is not None else None
         if duplicate is not None:
@@ -184,13 +186,20 @@ def _check_single_batch(records: Any, batch_size: int) -> None:
         raise PartitionError(ErrorCode.INVALID_RECORD, "only one record batch per partition is allowed")
 
 
-def _check_producer(ctx: RequestContext, batch: RecordBatch) -> None:
+def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: int) -> None:
     if not batch.has_producer_id and not batch.is_transactional:
         return
     if ApiKey.INIT_PRODUCER_ID not in ctx.broker.handlers:
         raise PartitionError(ErrorCode.UNKNOWN_PRODUCER_ID, "this broker does not issue producer ids yet")
     if batch.is_transactional:
-        raise PartitionError(ErrorCode.INVALID_TXN_STATE, "transactions are not supported yet")
+        try:
+            code = transaction_coordinator(ctx.broker).verify_partition(
+                batch.producer_id, batch.producer_epoch, (topic, index)
+            )
+        except KafkaProtocolError:
+            code = ErrorCode.INVALID_TXN_STATE
+        if code is not ErrorCode.NONE:
+            raise PartitionError(code, "the partition is not part of the producer's ongoing transaction")
 
 
 def _duplicate_info(log: PartitionLog, duplicate: DuplicateBatch) -> AppendInfo:

@@ -36,6 +36,9 @@ from protocol.records import RecordBatch
 
 log = structlog.get_logger(__name__)
 
+ABORT = 0  # ControlRecordType of transaction markers
+COMMIT = 1
+
 DEFAULT_EXPIRATION_MS = 86_400_000
 DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000
 
@@ -46,6 +49,20 @@ def wall_clock_ms() -> int:
 
 class ProducerStateError(KafkaProtocolError):
     """A batch refused for its producer epoch or sequence."""
+
+
+@dataclass(frozen=True, slots=True)
+class CompletedTxn:
+    """A transaction ended by a marker in this partition (Kafka's CompletedTxn).
+
+    first_offset: the producer's first transactional offset of this transaction in the
+    partition, or the marker's own offset when the transaction wrote nothing here.
+    """
+
+    producer_id: int
+    first_offset: int
+    last_offset: int  # the marker's offset
+    is_aborted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +94,8 @@ class ProducerStateManager:
         self.producers: dict[int, ProducerStateEntry] = {}
         self.next_expiration_check = clock() + expiration_check_interval_ms
         self.on_record: Callable[[], None] | None = None  # set by the snapshot policy (registry.py)
+        # called for every marker, by live appends and by rebuilds alike (see ProducerStates.txn_listeners)
+        self.on_txn_completed: Callable[[CompletedTxn], None] | None = None
 
     # -- client appends ------------------------------------------------
     def check(self, batch: RecordBatch) -> DuplicateBatch | None:
@@ -149,20 +168,47 @@ class ProducerStateManager:
         timestamp: int,
         is_transactional: bool = False,
         is_control: bool = False,
+        control_type: int = -1,
     ) -> None:
-        """Update the producer's entry with one batch, without checks (rebuilds use this directly)."""
+        """Update the producer's entry with one batch, without checks (rebuilds use this directly).
+
+        For a control batch `control_type` is its ControlRecordType (0 ABORT, 1 COMMIT).
+        """
         entry = self.producers.get(producer_id)
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
         if is_control:  # a transaction marker ends the open transaction
+            first = entry.txn_first_offset if entry.txn_first_offset != NO_OFFSET else base_offset
             entry.update_epoch(epoch)
             entry.txn_first_offset = NO_OFFSET
             entry.last_timestamp = timestamp
+            if self.on_txn_completed is not None and control_type in (ABORT, COMMIT):
+                self.on_txn_completed(CompletedTxn(producer_id, first, base_offset, control_type == ABORT))
             return
         last_seq = (base_sequence + last_offset_delta) % 0x80000000 if base_sequence >= 0 else base_sequence
         entry.add_batch(epoch, last_seq, base_offset + last_offset_delta, last_offset_delta, timestamp)
         if is_transactional and entry.txn_first_offset == NO_OFFSET:
             entry.txn_first_offset = base_offset
+
+    def record_marker(
+        self, producer_id: int, epoch: int, offset: int, timestamp: int, *, commit: bool, coordinator_epoch: int
+    ) -> None:
+        """Remember a COMMIT/ABORT marker the coordinator just appended at `offset`."""
+        self.apply(producer_id, epoch, -1, 0, offset, timestamp, True, True, COMMIT if commit else ABORT)
+        entry = self.producers[producer_id]
+        entry.coordinator_epoch = coordinator_epoch
+        if self.on_record is not None:
+            self.on_record()
+
+    # -- read side: open transactions -------------------------------------
+    def ongoing_transactions(self) -> dict[int, int]:
+        """Producer id -> first offset of its open transaction in this partition."""
+        return {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset != NO_OFFSET}
+
+    def first_unstable_offset(self) -> int | None:
+        """The smallest first offset of any open transaction (the LSO is min(this, high watermark)), or None."""
+        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset != NO_OFFSET]
+        return min(firsts) if firsts else None
 
     def load(self, entries: Iterable[ProducerStateEntry]) -> None:
         for entry in entries:

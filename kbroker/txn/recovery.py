@@ -97,6 +97,7 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
             header.max_timestamp,
             bool(attributes & TRANSACTIONAL_BIT),
             bool(attributes & CONTROL_BIT),
+            header.control_type,
         )
     stats.batches_scanned = scanned
     stats.producers = len(manager)

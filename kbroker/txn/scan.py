@@ -16,6 +16,8 @@ from kbroker.log.segment import LogSegment
 from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, LOG_OVERHEAD, TRANSACTIONAL_BIT
 
 CHUNK = 256 * 1024
+NO_CONTROL_TYPE = -1
+CONTROL_KEY_BYTES = 32  # a control record's length, attributes, deltas, key length and 4-byte key fit in this
 
 
 class ProducerBatchHeader(NamedTuple):
@@ -29,6 +31,7 @@ class ProducerBatchHeader(NamedTuple):
     producer_epoch: int
     base_sequence: int
     crc: int
+    control_type: int = NO_CONTROL_TYPE  # a control batch's ControlRecordType (0 ABORT, 1 COMMIT), from its record key
 
     @property
     def last_offset(self) -> int:
@@ -68,8 +71,43 @@ def segment_headers(segment: LogSegment, start: int, end: int | None = None) -> 
         )
         if magic != 2 or length < HEADER_SIZE - LOG_OVERHEAD or delta < 0:
             raise KafkaStorageError(f"{segment.log_path}: invalid batch header at {position}")
-        yield ProducerBatchHeader(base, delta, attributes, max_ts, pid, epoch, seq, crc)
+        if attributes & CONTROL_BIT:
+            records_at = relative + HEADER_SIZE
+            record = buffer[records_at : records_at + CONTROL_KEY_BYTES]
+            if len(record) < CONTROL_KEY_BYTES:
+                record = os.pread(segment.fd, CONTROL_KEY_BYTES, position + HEADER_SIZE)
+            control = control_record_type(record)
+            yield ProducerBatchHeader(base, delta, attributes, max_ts, pid, epoch, seq, crc, control)
+        else:
+            yield ProducerBatchHeader(base, delta, attributes, max_ts, pid, epoch, seq, crc)
         position += LOG_OVERHEAD + length
+
+
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    """A zigzag varint at `position`: (value, next position)."""
+    shift = raw = 0
+    while True:
+        byte = data[position]
+        position += 1
+        raw |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), position
+        shift += 7
+
+
+def control_record_type(record: bytes) -> int:
+    """The type in the key of a control batch's first record (NO_CONTROL_TYPE if it cannot be read)."""
+    try:
+        _length, position = _varint(record, 0)
+        position += 1  # attributes
+        _ts_delta, position = _varint(record, position)
+        _offset_delta, position = _varint(record, position)
+        key_length, position = _varint(record, position)
+        if key_length < 4 or position + 4 > len(record):
+            return NO_CONTROL_TYPE
+        return int.from_bytes(record[position + 2 : position + 4], "big", signed=True)
+    except IndexError:
+        return NO_CONTROL_TYPE
 
 
 def log_headers(log: PartitionLog, from_offset: int) -> Iterator[ProducerBatchHeader]:

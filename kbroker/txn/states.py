@@ -18,6 +18,7 @@ before serving (else the first idempotent batch of a partition pays for its scan
 from __future__ import annotations
 
 import asyncio
+import functools
 import weakref
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
@@ -28,6 +29,7 @@ from kbroker.log import KafkaStorageError, PartitionLog
 from kbroker.txn.producer_state import (
     DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_EXPIRATION_MS,
+    CompletedTxn,
     ProducerStateManager,
     wall_clock_ms,
 )
@@ -99,6 +101,9 @@ class ProducerStates:
         self.snapshot_interval_ms = snapshot_interval_ms
         self.clock = clock
         self._states: weakref.WeakKeyDictionary[PartitionLog, SnapshotPolicy] = weakref.WeakKeyDictionary()
+        # called with (log, CompletedTxn) for every COMMIT/ABORT marker a partition applies, live or
+        # while it is rebuilt from the log (register before preload to see the rebuilt ones)
+        self.txn_listeners: list[Callable[[PartitionLog, CompletedTxn], None]] = []
 
     def for_log(self, log_: PartitionLog) -> ProducerStateManager:
         """The partition's state, loaded from snapshot + log on first use (KafkaStorageError if unreadable)."""
@@ -115,6 +120,7 @@ class ProducerStates:
             expiration_check_interval_ms=self.expiration_check_interval_ms,
             clock=self.clock,
         )
+        manager.on_txn_completed = functools.partial(self._txn_completed, weakref.ref(log_))
         stats = load_producer_state(log_, manager)
         policy = SnapshotPolicy(log_, manager, self.snapshot_interval_ms, self.clock)
         if log_.log_end_offset > max(stats.snapshot_offset, 0):
@@ -124,6 +130,12 @@ class ProducerStates:
         manager.on_record = policy.after_record
         self._states[log_] = policy
         return policy
+
+    def _txn_completed(self, log_ref: weakref.ref[PartitionLog], completed: CompletedTxn) -> None:
+        log_ = log_ref()
+        if log_ is not None:
+            for listener in self.txn_listeners:
+                listener(log_, completed)
 
     def loaded(self) -> list[tuple[PartitionLog, ProducerStateManager]]:
         return [(log_, policy.manager) for log_, policy in self._states.items()]

@@ -1,0 +1,70 @@
+"""AddPartitionsToTxn (24): a transactional producer names the partitions it is about to write.
+
+Versions 0-3 (v4+ is Kafka's broker-to-broker verification form). Partitions of
+unknown topics get UNKNOWN_TOPIC_OR_PARTITION and the others OPERATION_NOT_ATTEMPTED,
+as Kafka answers; otherwise every partition gets the coordinator's answer. Fencing
+is PRODUCER_FENCED from v2, INVALID_PRODUCER_EPOCH before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.txn.coordinator import client_error
+from kbroker.txn.runtime import transaction_coordinator
+from kbroker.txn.transaction import TopicPartition
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+
+FIRST_PRODUCER_FENCED_VERSION = 2
+
+
+@handles(ApiKey.ADD_PARTITIONS_TO_TXN, "0-3")
+async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = request["v3_and_below_topics"] or []
+    wanted: list[TopicPartition] = [(t["name"], p) for t in topics for p in t["partitions"]]
+    unknown = {tp for tp in wanted if not _exists(ctx, tp)}
+    if unknown:
+        errors = {
+            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+            for tp in wanted
+        }
+        return _response(topics, errors)
+    transactional_id = request["v3_and_below_transactional_id"]
+    if not transactional_id:
+        error = ErrorCode.INVALID_REQUEST
+    else:
+        try:
+            error = await transaction_coordinator(ctx.broker).add_partitions(
+                transactional_id,
+                request["v3_and_below_producer_id"],
+                request["v3_and_below_producer_epoch"],
+                set(wanted),
+            )
+        except KafkaProtocolError as failure:
+            error = failure.code
+    error = client_error(error, ctx.api_version, FIRST_PRODUCER_FENCED_VERSION)
+    return _response(topics, dict.fromkeys(wanted, error))
+
+
+def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
+    metadata = ctx.broker.logs.topic(tp[0])
+    return metadata is not None and 0 <= tp[1] < metadata.partitions
+
+
+def _response(topics: list[dict[str, Any]], errors: dict[TopicPartition, ErrorCode]) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "results_by_topic_v3_and_below": [
+            {
+                "name": topic["name"],
+                "results_by_partition": [
+                    {"partition_index": p, "partition_error_code": int(errors[(topic["name"], p)])}
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in topics
+        ],
+    }

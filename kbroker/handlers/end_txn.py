@@ -1,0 +1,40 @@
+"""EndTxn (26): commit or abort the producer's ongoing transaction.
+
+The coordinator writes PrepareCommit/PrepareAbort, a COMMIT/ABORT marker into every
+partition of the transaction (publishing its TxnOffsetCommit offsets on commit), then
+CompleteCommit/CompleteAbort, and only then answers. Fencing is PRODUCER_FENCED from
+v2, INVALID_PRODUCER_EPOCH before. Versions 0-3: transaction version 1 only.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.txn.coordinator import client_error
+from kbroker.txn.runtime import transaction_coordinator
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+
+FIRST_PRODUCER_FENCED_VERSION = 2
+
+
+@handles(ApiKey.END_TXN, "0-3")
+async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    transactional_id = request["transactional_id"]
+    if not transactional_id:
+        return _response(ErrorCode.INVALID_REQUEST)
+    try:
+        error = await transaction_coordinator(ctx.broker).end_txn(
+            transactional_id, request["producer_id"], request["producer_epoch"], request["committed"]
+        )
+    except KafkaProtocolError as failure:
+        error = failure.code
+    if error is not ErrorCode.NONE:
+        ctx.log.info("end_txn_refused", transactional_id=transactional_id, error=error.name)
+    return _response(client_error(error, ctx.api_version, FIRST_PRODUCER_FENCED_VERSION))
+
+
+def _response(error: ErrorCode) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": int(error), "producer_id": -1, "producer_epoch": -1}

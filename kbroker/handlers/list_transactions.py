@@ -1,0 +1,39 @@
+"""ListTransactions (66): transactional ids, filtered by state names, producer ids and (v1) duration.
+
+Unknown state names are echoed in unknown_state_filters, as Kafka does; with any
+unknown filter nothing matches it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers.registry import handles
+from kbroker.txn.runtime import transaction_coordinator
+from kbroker.txn.transaction import TxnState
+from protocol.api_keys import ApiKey
+from protocol.errors import KafkaProtocolError
+
+
+@handles(ApiKey.LIST_TRANSACTIONS, "0-1")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    try:
+        coordinator = transaction_coordinator(ctx.broker)
+    except KafkaProtocolError as failure:
+        return _response(int(failure.code), [], [])
+    names = request["state_filters"] or []
+    unknown = [name for name in names if TxnState.from_label(name) is None]
+    states = {s for s in (TxnState.from_label(name) for name in names) if s is not None}
+    found = coordinator.list(
+        states if names else None, set(request["producer_id_filters"] or []), request["duration_filter"]
+    )
+    listed = [
+        {"transactional_id": m.transactional_id, "producer_id": m.producer_id, "transaction_state": m.state.label}
+        for m in sorted(found, key=lambda m: m.transactional_id)
+    ]
+    return _response(0, unknown, listed)
+
+
+def _response(error: int, unknown: list[str], states: list[dict[str, Any]]) -> dict[str, Any]:
+    return {"throttle_time_ms": 0, "error_code": error, "unknown_state_filters": unknown, "transaction_states": states}

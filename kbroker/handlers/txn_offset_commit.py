@@ -1,0 +1,88 @@
+"""TxnOffsetCommit (28): offsets committed inside a transaction, pending until its marker.
+
+The group's __consumer_offsets partition must be in the producer's ongoing transaction
+(AddOffsetsToTxn first): otherwise INVALID_TXN_STATE, or INVALID_PRODUCER_EPOCH for a
+fenced epoch. v3 carries the consumer's member id, generation and instance id, checked
+against the group as Kafka does (KIP-447: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
+FENCED_INSTANCE_ID). The offsets are written as a transactional batch of the producer
+and become visible to OffsetFetch when the transaction commits (dropped on abort).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.group.store import OFFSETS_TOPIC
+from kbroker.handlers.registry import handles
+from kbroker.txn.runtime import transaction_coordinator
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode, KafkaProtocolError
+
+
+@handles(ApiKey.TXN_OFFSET_COMMIT, "0-3")
+async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    topics = request["topics"] or []
+    try:
+        error, errors = await _commit(ctx, request, topics)
+    except KafkaProtocolError as failure:
+        error, errors = failure.code, {}
+    return {
+        "throttle_time_ms": 0,
+        "topics": [
+            {
+                "name": topic["name"],
+                "partitions": [
+                    {
+                        "partition_index": p["partition_index"],
+                        "error_code": int(errors.get((topic["name"], p["partition_index"]), error)),
+                    }
+                    for p in topic["partitions"]
+                ],
+            }
+            for topic in topics
+        ],
+    }
+
+
+async def _commit(
+    ctx: RequestContext, request: dict[str, Any], topics: list[dict[str, Any]]
+) -> tuple[ErrorCode, dict[TopicPartition, ErrorCode]]:
+    group_id = request["group_id"] or ""
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID, {}
+    runtime = group_runtime(ctx.broker)
+    producer_id, epoch = request["producer_id"], request["producer_epoch"]
+    offsets_partition = (OFFSETS_TOPIC, runtime.store.partition_for(group_id))
+    error = transaction_coordinator(ctx.broker).verify_partition(producer_id, epoch, offsets_partition)
+    if error is not ErrorCode.NONE:
+        return error, {}
+    now = runtime.clock()
+    errors: dict[TopicPartition, ErrorCode] = {}
+    valid: dict[TopicPartition, CommittedOffset] = {}
+    for topic in topics:
+        meta = ctx.broker.logs.topic(topic["name"])
+        for partition in topic["partitions"]:
+            tp = (topic["name"], partition["partition_index"])
+            metadata = partition["committed_metadata"]
+            if meta is None or not 0 <= tp[1] < meta.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not runtime.offsets.metadata_fits(metadata):
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                epoch_ = partition["committed_leader_epoch"]
+                valid[tp] = CommittedOffset(partition["committed_offset"], epoch_, metadata or "", now)
+    error = await runtime.txn_commit(
+        group_id,
+        producer_id,
+        epoch,
+        request["generation_id"],
+        request["member_id"] or "",
+        request["group_instance_id"],
+        valid,
+    )
+    for tp in valid:
+        errors[tp] = error
+    return ErrorCode.NONE, errors

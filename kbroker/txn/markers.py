@@ -1,0 +1,93 @@
+"""Writing COMMIT/ABORT markers (Kafka's WriteTxnMarkers, done locally: one node leads every partition).
+
+For each partition of the transaction: a control batch (transactional + control bits,
+producer id and epoch, one record: key = version 0 + type, value = version 0 +
+coordinator epoch) is appended, the partition's producer state records it (ending the
+producer's open transaction there, see ProducerStateManager.record_marker), waiting
+fetches are woken, and `on_marker(topic, partition, producer_id, commit)` is called
+(the group coordinator publishes or drops pending transactional offsets of
+__consumer_offsets partitions). Then every written partition is made durable as an
+acks=all produce would be (fsync when the topic asks for it).
+
+A partition whose topic was deleted is skipped; a storage error raises, leaving the
+transaction in its Prepare state for the coordinator to retry.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog
+from kbroker.txn.coordinator import COORDINATOR_EPOCH
+from kbroker.txn.states import producer_states
+from kbroker.txn.transaction import TopicPartition
+from kbroker.waiters import notify_append
+from protocol.record_builder import build_control_batch
+from protocol.records import ControlRecordType
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+
+log = structlog.get_logger(__name__)
+
+LEADER_EPOCH = 0  # as Produce stamps it
+MarkerListener = Callable[[str, int, int, bool], None]
+
+
+class LogMarkerWriter:
+    def __init__(self, broker: Broker, on_marker: MarkerListener | None = None) -> None:
+        self.broker = broker
+        self.on_marker = on_marker
+
+    async def write_markers(
+        self, producer_id: int, producer_epoch: int, partitions: list[TopicPartition], commit: bool
+    ) -> None:
+        written: list[tuple[PartitionLog, AppendInfo]] = []
+        marker = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        now = int(time.time() * 1000)
+        for topic, partition in partitions:
+            partition_log = self.broker.logs.get_log(topic, partition)
+            if partition_log is None:
+                log.warning("transaction_marker_skipped", topic=topic, partition=partition, reason="no such partition")
+                continue
+            batch = bytearray(
+                build_control_batch(
+                    marker,
+                    producer_id=producer_id,
+                    producer_epoch=producer_epoch,
+                    coordinator_epoch=COORDINATOR_EPOCH,
+                    timestamp=now,
+                )
+            )
+            state = producer_states(self.broker).for_log(partition_log)
+            info = partition_log.append(batch, leader_epoch=LEADER_EPOCH, now=now)
+            state.record_marker(
+                producer_id,
+                producer_epoch,
+                info.base_offset,
+                info.max_timestamp,
+                commit=commit,
+                coordinator_epoch=COORDINATOR_EPOCH,
+            )
+            notify_append(self.broker, topic, partition, len(batch))
+            if self.on_marker is not None:
+                self.on_marker(topic, partition, producer_id, commit)
+            written.append((partition_log, info))
+        outcomes = await asyncio.gather(
+            *(partition_log.wait_for_ack(info, -1) for partition_log, info in written), return_exceptions=True
+        )
+        for outcome in outcomes:
+            if isinstance(outcome, BaseException):
+                raise KafkaStorageError(f"transaction marker not durable: {outcome}") from outcome
+        log.debug(
+            "transaction_markers_written",
+            producer_id=producer_id,
+            epoch=producer_epoch,
+            marker=marker.name,
+            partitions=len(written),
+        )
