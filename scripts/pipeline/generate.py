@@ -74,12 +74,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=5000)
     parser.add_argument("--rate", type=float, default=0, help="events per second (0: as fast as the broker takes)")
     parser.add_argument("--span-minutes", type=int, default=10, help="event time the events cover")
-    parser.add_argument("--start-ms", type=int, default=None, help="event time of the first event (default: now)")
+    parser.add_argument("--start-ms", type=int, default=None, help="event time of the first event (default: span ago)")
     parser.add_argument("--lateness", type=int, default=20, help="max seconds an event is out of order")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--events-file", type=Path, help="also write the events here, one JSON per line")
     args = parser.parse_args(argv)
-    start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000)
+    start_ms = args.start_ms if args.start_ms is not None else int(time.time() * 1000) - args.span_minutes * 60_000
     events = list(generate_events(args.events, start_ms, args.span_minutes * 60, args.lateness, args.seed))
     if args.events_file:
         write_events(args.events_file, events)
