@@ -65,7 +65,14 @@ class GroupRuntime:
         """Replay __consumer_offsets into memory (before serving)."""
         started = time.perf_counter()
         loaded = skipped = 0
-        for partition, key, value, producer_id, marker in self.store.replay():
+        replayed = list(self.store.replay())
+        # A plain record followed later by another plain record of the same key changes nothing
+        # (our writers tombstone every offset before a group's own tombstone), so only each key's
+        # last plain record is parsed and applied, in log order; transactional ones all are.
+        last = {r.key: i for i, r in enumerate(replayed) if r.marker == NO_MARKER and r.producer_id == NO_PRODUCER_ID}
+        for i, (partition, key, value, producer_id, marker) in enumerate(replayed):
+            if marker == NO_MARKER and producer_id == NO_PRODUCER_ID and last[key] != i:
+                continue
             try:
                 if marker != NO_MARKER:
                     self.complete_txn(producer_id, partition, marker == COMMIT_MARKER)
@@ -80,7 +87,8 @@ class GroupRuntime:
         log.info(
             "group_coordinator_loaded",
             groups=len(self.groups),
-            records=loaded,
+            records=len(replayed),
+            applied=loaded,
             skipped=skipped,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )

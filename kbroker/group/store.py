@@ -6,7 +6,7 @@ fsynced when kbroker.fsync.before.ack is on. At startup every partition is repla
 from its log start offset: later records win, a null value is a tombstone.
 
 Snapshots keep the replay short without a log cleaner: when a partition has grown
-past max(snapshot_min_bytes, 2 x its size after the last snapshot), the store rolls
+past max(snapshot_min_bytes (1 MiB), 2 x its size after the last snapshot), the store rolls
 a new segment, writes every live record of that partition into it, fsyncs it,
 moves the log start offset to the snapshot's first offset and deletes the older
 segments. A crash anywhere in between leaves a log whose replay gives the same
@@ -31,7 +31,7 @@ log = structlog.get_logger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 # Never deleted by retention (offsets expire through tombstones); segments as Kafka's offsets.topic.segment.bytes.
 TOPIC_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(100 * 1024 * 1024)}
-SNAPSHOT_MIN_BYTES = 16 * 1024 * 1024
+SNAPSHOT_MIN_BYTES = 1024 * 1024
 MAX_BATCH_BYTES = 512 * 1024
 READ_CHUNK_BYTES = 4 * 1024 * 1024
 

@@ -195,3 +195,35 @@ def test_offsets_topic_created_by_someone_else_is_adopted(tmp_path: Path) -> Non
     logs, runtime = open_runtime(tmp_path)
     assert runtime.store.partitions == 1 and runtime.fetch("g", None) == {("t", 0): committed(3)}
     logs.abort()
+
+
+def test_replay_skips_superseded_records_but_keeps_transactions_in_order(tmp_path: Path) -> None:
+    from protocol.record_builder import build_control_batch
+    from protocol.records import ControlRecordType
+
+    def key(tp: tuple[str, int]) -> bytes:
+        return records.offset_key("g", tp)
+
+    async def first() -> None:
+        logs, runtime = open_runtime(tmp_path)
+        store = runtime.store
+        store.append("g", [(key(("t", 0)), records.offset_value(committed(1)))])
+        store.append("g", [(key(("t", 0)), records.offset_value(committed(5)))], producer_id=7, producer_epoch=0)
+        store.append("g", [(key(("t", 0)), records.offset_value(committed(2)))])
+        store.append("g", [(key(("t", 1)), records.offset_value(committed(9)))])
+        store.append("g", [(key(("t", 1)), None)])
+        partition_log = logs.get_log(OFFSETS_TOPIC, store.partition_for("g"))
+        assert partition_log is not None
+        marker = build_control_batch(
+            ControlRecordType.COMMIT, producer_id=7, producer_epoch=0, coordinator_epoch=0, timestamp=1
+        )
+        partition_log.append(bytearray(marker))
+        store.append("g", [(key(("t", 2)), records.offset_value(committed(3)))], producer_id=8, producer_epoch=0)
+        await logs.shutdown()
+
+    asyncio.run(first())
+    logs, runtime = open_runtime(tmp_path)
+    # the committed transaction is published at its marker; producer 8's is still open
+    assert runtime.fetch("g", None) == {("t", 0): committed(5)}
+    assert runtime.has_pending_txn_offset("g", ("t", 2))
+    logs.abort()
