@@ -262,7 +262,9 @@ def test_simple_commits_without_joining_and_batched_fetch(raw: RawClient, gbroke
     offsets = {g["group_id"]: g["topics"][0]["partitions"][0]["committed_offset"] for g in batched["groups"]}
     assert offsets == {group: 10, other: 20}
     txn = raw.call(ApiKey.FIND_COORDINATOR, 3, {"key": "txn", "key_type": 1})
-    assert txn["error_code"] == E.COORDINATOR_NOT_AVAILABLE and txn["node_id"] == -1
+    assert txn["error_code"] == 0 and txn["port"] == gbroker.port  # the transaction coordinator, this node too
+    bad = raw.call(ApiKey.FIND_COORDINATOR, 3, {"key": "x", "key_type": 5})
+    assert bad["error_code"] == E.INVALID_REQUEST and bad["node_id"] == -1
     batch = raw.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group, other, ""]})
     answers = [(c["key"], c["error_code"], c["port"]) for c in batch["coordinators"]]
     assert answers == [(group, 0, gbroker.port), (other, 0, gbroker.port), ("", 0, gbroker.port)]
