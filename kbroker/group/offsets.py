@@ -123,12 +123,15 @@ class GroupOffsets:
         return E.NONE, errors
 
     # -- expiry ------------------------------------------------------------------
-    def expire(self) -> tuple[list[tuple[str, TopicPartition]], list[ClassicGroup]]:
+    def expire(
+        self, topic_exists: Callable[[str], bool] = lambda _: True
+    ) -> tuple[list[tuple[str, TopicPartition]], list[ClassicGroup]]:
         """offsets.retention.minutes: expired offsets, and the empty groups left without any (now Dead).
 
         An Empty group's offsets expire retention after the later of the commit and the group
         becoming Empty (only the commit for groups that never had members); a consumer group
-        with members keeps the offsets of the topics it subscribes to.
+        with members keeps the offsets of the topics it subscribes to. Offsets of topics that
+        no longer exist go at once (commits need the topic, so they were deleted since).
         """
         now = self.clock()
         retention = self.config.offsets_retention_ms
@@ -136,7 +139,7 @@ class GroupOffsets:
         dead: list[ClassicGroup] = []
         for group in list(self.groups.values()):
             for tp, committed in list(group.offsets.items()):
-                if _expired(group, tp, committed, now, retention):
+                if not topic_exists(tp[0]) or _expired(group, tp, committed, now, retention):
                     del group.offsets[tp]
                     expired.append((group.group_id, tp))
             if group.is_in(S.EMPTY) and not group.offsets and not group.pending_members:

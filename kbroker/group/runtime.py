@@ -310,7 +310,8 @@ class GroupRuntime:
 
     # -- expiry and snapshots ------------------------------------------------------------
     def expire_offsets(self) -> int:
-        expired, dead = self.offsets.expire()
+        """One expiry pass (also dropping offsets of deleted topics); returns how many offsets went."""
+        expired, dead = self.offsets.expire(lambda topic: self.store.logs.topic(topic) is not None)
         by_group: dict[str, list[Entry]] = {}
         for group_id, tp in expired:
             by_group.setdefault(group_id, []).append((records.offset_key(group_id, tp), None))

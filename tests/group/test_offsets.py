@@ -165,3 +165,11 @@ def test_replayed_state_rebuilds_groups() -> None:
     assert h.join(member).result.generation_id == 8
     h.offsets.load_group("g", None)
     assert "g" not in h.coordinator.groups
+
+
+def test_offsets_of_deleted_topics_go_at_the_next_expiry_pass() -> None:
+    h = Harness()
+    h.offsets.apply_commit("s", {("gone", 0): offset(1, h.clock.now), ("kept", 0): offset(2, h.clock.now)})
+    expired, dead = h.offsets.expire(lambda topic: topic != "gone")
+    assert expired == [("s", ("gone", 0))] and dead == []
+    assert h.offsets.fetch("s", None) == {("kept", 0): offset(2, h.clock.now)}

@@ -112,6 +112,7 @@ def test_deleted_groups_and_offsets_stay_deleted(tmp_path: Path) -> None:
 def test_expired_offsets_are_tombstoned(tmp_path: Path) -> None:
     async def first() -> None:
         logs, runtime = open_runtime(tmp_path)
+        logs.create_topic("t", 1)
         clock = runtime.clock
         assert isinstance(clock, FakeClock)
         await runtime.commit("old", -1, "", None, {("t", 0): committed(1, ts=clock.now)})
