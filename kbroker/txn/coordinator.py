@@ -312,6 +312,8 @@ class TransactionCoordinator:
             return E.INVALID_PRODUCER_EPOCH
         if epoch != metadata.producer_epoch or metadata.state is not S.ONGOING or tp not in metadata.partitions:
             return E.INVALID_TXN_STATE
+        if metadata.pending is not None and metadata.pending.is_preparing:
+            return E.INVALID_TXN_STATE  # EndTxn is being written: nothing may join the transaction now
         return E.NONE
 
     # -- tooling -------------------------------------------------------------------------------------
