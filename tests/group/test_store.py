@@ -228,3 +228,30 @@ def test_replay_skips_superseded_records_but_keeps_transactions_in_order(tmp_pat
     assert runtime.fetch("g", None) == {("t", 0): committed(5)}
     assert runtime.has_pending_txn_offset("g", ("t", 2))
     logs.abort()
+
+
+def test_crash_in_the_middle_of_a_snapshot_replays_the_same_state(tmp_path: Path) -> None:
+    class Crash(Exception):
+        pass
+
+    async def first() -> None:
+        logs, runtime = open_runtime(tmp_path)
+        for i in range(50):
+            await runtime.commit("g", -1, "", None, {("t", i % 3): committed(i)})
+        await runtime.delete_offsets("g", [("t", 2)])
+        partition = runtime.store.partition_for("g")
+        partition_log = logs.get_log(OFFSETS_TOPIC, partition)
+        assert partition_log is not None
+
+        def crash(offset: int) -> int:
+            raise Crash  # the snapshot is written and fsynced; the log start has not moved yet
+
+        partition_log.delete_records = crash  # type: ignore[method-assign]
+        with pytest.raises(Crash):
+            await runtime.store.snapshot(partition, runtime.live_entries(partition))
+        logs.abort()
+
+    asyncio.run(first())
+    logs, runtime = open_runtime(tmp_path)
+    assert runtime.fetch("g", None) == {("t", 0): committed(48), ("t", 1): committed(49)}
+    logs.abort()
