@@ -377,3 +377,30 @@ def test_confluent_kill_9_between_transactions_keeps_committed_data_and_offsets(
     finally:
         if broker.alive():
             broker.stop()
+
+
+def test_aiokafka_transactional_producer_with_offsets(tbroker: BrokerProcess, raw: RawClient) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioTopicPartition
+
+    topic, group = unique_topic("aio"), unique_topic("g")
+    create_topic(raw, topic)
+
+    async def run() -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=tbroker.bootstrap, transactional_id=unique_topic("tid"))
+        await producer.start()
+        try:
+            async with producer.transaction():
+                await producer.send_and_wait(topic, b"aio-kept", partition=0)
+                await producer.send_offsets_to_transaction({AioTopicPartition(topic, 0): 3}, group)
+            await producer.begin_transaction()
+            await producer.send_and_wait(topic, b"aio-dropped", partition=0)
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+
+    asyncio.run(run())
+    assert outline(log_batches(raw, topic)) == ["aio-kept", "COMMIT", "aio-dropped", "ABORT"]
+    assert offset_fetch(raw, group, topic) == 3
