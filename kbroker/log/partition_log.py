@@ -42,6 +42,9 @@ LATEST_TIERED_TIMESTAMP = -5
 P = ParamSpec("P")
 R = TypeVar("R")
 
+# called after every successful append with the buffer (offsets assigned) and its batches
+AppendListener = Callable[[bytearray | memoryview, list[AppendedBatch]], None]
+
 
 def _storage_errors(method: Callable[P, R]) -> Callable[P, R]:
     """Turn an OSError (EIO, ENOSPC, EMFILE...) into KafkaStorageError."""
@@ -129,6 +132,8 @@ class PartitionLog:
         self._synced_rolls = 0
         self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
         self.offline: str | None = None  # why appends are refused until a restart
+        # derived per-partition state kept current with every append (e.g. kbroker.txn.transaction_index)
+        self.append_listeners: list[AppendListener] = []
         self._commit = GroupCommit(
             self._plan_flush, self._on_durable, lambda: self.recovery_point, executor, self._on_flush_failed
         )
@@ -219,6 +224,8 @@ class PartitionLog:
         except LogOfflineError as error:
             self._go_offline(str(error))
             raise
+        for listener in self.append_listeners:
+            listener(buffer, batches)
         flush_required = self.unflushed_messages >= self.config.flush_messages
         if flush_required and _running_loop() is not None:
             self._commit.flush_in_background(self.log_end_offset)
