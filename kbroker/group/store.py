@@ -103,6 +103,11 @@ class OffsetsStore:
         """As an acks=all produce: fsynced first when the topic's kbroker.fsync.before.ack asks for it."""
         await partition_log.wait_for_ack(info, -1)
 
+    def ensure_topic(self) -> None:
+        """Create (or adopt) the topic now: its partition count is final once this returns.
+        AddOffsetsToTxn calls it before naming the group's partition to the transaction."""
+        self._ensure_topic()
+
     def _ensure_topic(self) -> None:
         """Create the topic on the first write; if something else created it first (a client's
         Metadata auto-creation), adopt its partition count: nothing was written yet."""

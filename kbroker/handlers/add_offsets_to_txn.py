@@ -13,6 +13,7 @@ from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.store import OFFSETS_TOPIC
 from kbroker.handlers.registry import handles
+from kbroker.log import LogError
 from kbroker.txn.coordinator import client_error
 from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
@@ -30,12 +31,17 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _response(ErrorCode.INVALID_GROUP_ID)
     try:
         coordinator = transaction_coordinator(ctx.broker)
-        partition = group_runtime(ctx.broker).store.partition_for(group_id)
+        store = group_runtime(ctx.broker).store
+        store.ensure_topic()  # a partition count adopted later would move the group to another partition
+        partition = store.partition_for(group_id)
         error = await coordinator.add_partitions(
             transactional_id, request["producer_id"], request["producer_epoch"], {(OFFSETS_TOPIC, partition)}
         )
     except KafkaProtocolError as failure:
         error = failure.code
+    except LogError as failure:
+        ctx.log.error("add_offsets_to_txn_failed", group=group_id, error=str(failure))
+        error = ErrorCode.COORDINATOR_NOT_AVAILABLE
     return _response(client_error(error, ctx.api_version, FIRST_PRODUCER_FENCED_VERSION))
 
 
