@@ -28,7 +28,8 @@ For the read side (LSO, aborted transactions), per partition:
     state.ongoing_transactions()   # {producer id: first offset of its open transaction}
     state.first_unstable_offset()  # min of those, or None; LSO = min(this, high watermark)
     producer_states(broker).txn_listeners.append(fn)   # fn(log, CompletedTxn) for every marker,
-        # live or replayed while a partition's state is rebuilt (register before preload)
+        # live or replayed while a partition's state is rebuilt (register before preload);
+        # a rebuild starts at the newest snapshot: markers below it are not reported again
     CompletedTxn(producer_id, first_offset, last_offset=marker offset, is_aborted)
 """
 
