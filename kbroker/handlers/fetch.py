@@ -2,13 +2,16 @@
 
 As in Kafka (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages):
 - every requested partition is in the answer, with its high watermark, last stable
-  offset (the high watermark until transactions exist), log start offset and, for
-  read_committed, an empty aborted-transactions list (null for read_uncommitted);
+  offset (kbroker.txn.txn_indexes: below the first open transaction), log start offset
+  and, for read_committed, the aborted transactions overlapping the returned data
+  (Kafka's collectAbortedTransactions; null for read_uncommitted);
+- read_committed reads stop at the last stable offset;
 - max_bytes bounds the whole response and partition_max_bytes each partition, but the
   first partition with data returns at least one whole batch (KIP-74);
 - the answer is immediate when max_wait_ms <= 0, min_bytes is reached, a partition
   has an error, or no partition is asked for; otherwise the fetch waits (kbroker.waiters) for appends or max_wait_ms,
-  then reads again;
+  then reads again (read_committed: again and again until min_bytes are below the LSO, as
+  an append may be an open transaction's and a marker moves the LSO);
 - fetch sessions (KIP-227) are refused: session_id is always 0, which every client
   accepts as "full fetches only". A non-zero session id with a positive epoch names a
   session that cannot exist: FETCH_SESSION_ID_NOT_FOUND; id 0 with a positive epoch:
@@ -19,13 +22,17 @@ os.sendfile, so the record bytes never pass through Python.
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
-from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
+from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError
 from kbroker.sendfile import FileChunk
+from kbroker.txn.transaction_index import PartitionTxnIndex
+from kbroker.txn.txn_indexes import transaction_indexes
 from kbroker.waiters import fetch_waiters
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -58,9 +65,18 @@ def _session_error(session_id: int, epoch: int) -> ErrorCode | None:
 
 async def _long_poll(ctx: RequestContext, request: dict[str, Any], missing: int) -> dict[str, Any]:
     keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
-    await fetch_waiters(ctx.broker).wait(keys, missing, request["max_wait_ms"])
-    response, _, _ = read_partitions(ctx, request)
-    return response
+    waiters = fetch_waiters(ctx.broker)
+    if request["isolation_level"] != READ_COMMITTED:
+        await waiters.wait(keys, missing, request["max_wait_ms"])
+        response, _, _ = read_partitions(ctx, request)
+        return response
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + request["max_wait_ms"] / 1000
+    while True:  # any append may have moved the LSO: read again after each
+        await waiters.wait(keys, 1, max(0.0, (deadline - loop.time()) * 1000))
+        response, available, failed = read_partitions(ctx, request)
+        if failed or available >= request["min_bytes"] or loop.time() >= deadline:
+            return response
 
 
 def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[str, Any], int, bool]:
@@ -70,7 +86,8 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     min_one_batch = True
     total = 0
     failed = False
-    aborted: list[Any] | None = [] if request["isolation_level"] == READ_COMMITTED else None
+    read_committed = request["isolation_level"] == READ_COMMITTED
+    indexes = transaction_indexes(ctx.broker)
     responses = []
     for topic in request["topics"]:
         name = topic["topic"]
@@ -86,8 +103,16 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                 failed = True
                 continue
             assert log is not None
+            fetch_offset = p["fetch_offset"]
             try:
-                result = log.read(p["fetch_offset"], min(p["partition_max_bytes"], limit), min_one_batch=min_one_batch)
+                txn_index = indexes.for_log(log)
+                last_stable = txn_index.last_stable_offset()
+                result = log.read(
+                    fetch_offset,
+                    min(p["partition_max_bytes"], limit),
+                    max_offset=last_stable if read_committed else None,
+                    min_one_batch=min_one_batch,
+                )
             except OffsetOutOfRangeError:
                 partitions.append(_error(index, ErrorCode.OFFSET_OUT_OF_RANGE))
                 failed = True
@@ -107,9 +132,11 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                     "partition_index": index,
                     "error_code": 0,
                     "high_watermark": result.high_watermark,
-                    "last_stable_offset": result.high_watermark,
+                    "last_stable_offset": last_stable,
                     "log_start_offset": result.log_start_offset,
-                    "aborted_transactions": aborted,
+                    "aborted_transactions": _aborted(txn_index, fetch_offset, result, last_stable)
+                    if read_committed
+                    else None,
                     "preferred_read_replica": -1,
                     "records": FileChunk(region) if region is not None else b"",
                 }
@@ -117,6 +144,33 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         responses.append({"topic": name, "partitions": partitions})
     response = {"throttle_time_ms": 0, "error_code": 0, "session_id": NO_SESSION, "responses": responses}
     return response, total, failed
+
+
+def _aborted(index: PartitionTxnIndex, fetch_offset: int, result: LogReadResult, bound: int) -> list[dict[str, int]]:
+    """The aborted transactions a read_committed consumer needs to filter the returned batches."""
+    if result.region is None:
+        return []
+    upper = _next_offset(result, bound)
+    return [
+        {"producer_id": t.producer_id, "first_offset": t.first_offset}
+        for t in index.collect_aborted(fetch_offset, upper)
+    ]
+
+
+def _next_offset(result: LogReadResult, bound: int) -> int:
+    """The offset after the returned batches: the base offset of the batch that follows them in
+    the segment file (one 8-byte pread), else `bound` (the LSO the read stopped at)."""
+    region = result.region
+    assert region is not None
+    try:
+        data = os.pread(region.fd, 8, region.position + region.size)
+    except OSError:
+        return bound
+    if len(data) == 8:
+        offset = int.from_bytes(data, "big", signed=True)
+        if result.first_offset < offset <= bound:
+            return offset
+    return bound
 
 
 def _leader_epoch_error(requested: int) -> ErrorCode | None:

@@ -1,9 +1,10 @@
 """ListOffsets (2), versions 1-7: offsets by timestamp, as Kafka's leader answers them.
 
 -2 earliest: the log start offset; -1 latest: the high watermark (for read_committed
-the last stable offset, equal to it until transactions exist); -3 (v7+) the record
-with the largest timestamp; a timestamp T >= 0: the first record whose timestamp is
->= T, found inside its batch; timestamp and offset -1 when no record qualifies.
+the last stable offset, kbroker.txn.txn_indexes); -3 (v7+) the record with the largest
+timestamp; a timestamp T >= 0: the first record whose timestamp is >= T, found inside its
+batch; timestamp and offset -1 when no record qualifies, or (read_committed) when the one
+found is at or past the last stable offset, as Kafka bounds lookups by the last fetchable offset.
 Answers carry leader epoch 0, the only epoch. A partition listed twice gets
 INVALID_REQUEST, as in Kafka.
 """
@@ -16,9 +17,12 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
-from kbroker.log import LATEST_TIMESTAMP, KafkaStorageError
+from kbroker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, KafkaStorageError
+from kbroker.log.partition_log import EARLIEST_LOCAL_TIMESTAMP
+from kbroker.txn.txn_indexes import transaction_indexes
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.records import TimestampAndOffset
 
 LEADER_EPOCH = 0
 READ_COMMITTED = 1
@@ -52,10 +56,13 @@ def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], rea
         return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)
     timestamp = partition["timestamp"]
     try:
-        if timestamp == LATEST_TIMESTAMP and read_committed:
-            found = log.fetch_offset_by_timestamp(LATEST_TIMESTAMP)  # the last stable offset = the HWM for now
-        else:
-            found = log.fetch_offset_by_timestamp(timestamp)
+        found = log.fetch_offset_by_timestamp(timestamp)
+        if read_committed and timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+            last_stable = transaction_indexes(ctx.broker).for_log(log).last_stable_offset()
+            if timestamp == LATEST_TIMESTAMP:
+                found = TimestampAndOffset(-1, last_stable)
+            elif found is not None and found.offset >= last_stable:
+                found = None
     except KafkaStorageError as error:
         ctx.log.error("list_offsets_storage_error", topic=topic, partition=index, error=str(error))
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR)

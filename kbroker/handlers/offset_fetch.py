@@ -1,11 +1,14 @@
 """OffsetFetch (9): a group's committed offsets; -1 where nothing is committed.
 
 Topics null (v2+) asks for every committed partition; v8 batches groups.
-RequireStable (v7+) is accepted: without transactions no offset is ever pending.
+RequireStable (v7+): a partition with a transactional offset still pending (TxnOffsetCommit
+before its transaction's marker, GroupRuntime.has_pending_txn_offset) answers
+UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does; the client retries.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import groupby
 from typing import Any
 
@@ -14,6 +17,7 @@ from kbroker.group import group_runtime
 from kbroker.group.group import CommittedOffset, TopicPartition
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
@@ -22,30 +26,54 @@ NO_LEADER_EPOCH = -1
 @handles(ApiKey.OFFSET_FETCH, "1-8")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
+    require_stable = ctx.api_version >= 7 and bool(request.get("require_stable"))
+    pending = runtime.has_pending_txn_offset if require_stable else None
     if ctx.api_version >= 8:
         groups = [
             {
                 "group_id": group["group_id"],
-                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"]),
+                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"], pending),
                 "error_code": 0,
             }
             for group in request["groups"]
         ]
         return {"throttle_time_ms": 0, "groups": groups}
-    topics = _fetch(runtime.fetch, request["group_id"], request["topics"])
+    topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
     return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
 
 
-def _fetch(fetch: Any, group_id: str, requested: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+def _fetch(
+    fetch: Any,
+    group_id: str,
+    requested: list[dict[str, Any]] | None,
+    pending: Callable[[str, TopicPartition], bool] | None,
+) -> list[dict[str, Any]]:
     wanted = None
     if requested is not None:
         wanted = [(t["name"], p) for t in requested for p in t["partition_indexes"]]
-    found: dict[TopicPartition, CommittedOffset | None] = fetch(group_id or "", wanted)
+    group_id = group_id or ""
+    found: dict[TopicPartition, CommittedOffset | None] = fetch(group_id, wanted)
     ordered = list(found.items()) if wanted is not None else sorted(found.items())
     return [
-        {"name": name, "partitions": [_partition(tp[1], committed) for tp, committed in entries]}
+        {
+            "name": name,
+            "partitions": [
+                _unstable(tp[1]) if pending is not None and pending(group_id, tp) else _partition(tp[1], committed)
+                for tp, committed in entries
+            ],
+        }
         for name, entries in groupby(ordered, key=lambda item: item[0][0])
     ]
+
+
+def _unstable(index: int) -> dict[str, Any]:
+    return {
+        "partition_index": index,
+        "committed_offset": NO_OFFSET,
+        "committed_leader_epoch": NO_LEADER_EPOCH,
+        "metadata": "",
+        "error_code": int(ErrorCode.UNSTABLE_OFFSET_COMMIT),
+    }
 
 
 def _partition(index: int, committed: CommittedOffset | None) -> dict[str, Any]:
