@@ -21,7 +21,12 @@ from protocol.records import RecordBatch, iter_batches
 from tests.broker.conftest import create_topic, fetch, fetched_partition, produce, unique_topic
 from tests.process import BrokerProcess, RawClient
 
-FAST = ("--config", "transaction.abort.timed.out.transaction.cleanup.interval.ms=200")
+FAST = (
+    "--config",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+    "--config",
+    "group.initial.rebalance.delay.ms=0",
+)
 SMALL = ("--config", "transaction.state.log.num.partitions=3", "--config", "offsets.topic.num.partitions=3")
 
 
@@ -404,3 +409,65 @@ def test_aiokafka_transactional_producer_with_offsets(tbroker: BrokerProcess, ra
     asyncio.run(run())
     assert outline(log_batches(raw, topic)) == ["aio-kept", "COMMIT", "aio-dropped", "ABORT"]
     assert offset_fetch(raw, group, topic) == 3
+
+
+def txn_offset_commit(client: RawClient, tid: str, pid: int, epoch: int, group: str, topic: str, **member: Any) -> int:
+    body = {
+        "transactional_id": tid,
+        "group_id": group,
+        "producer_id": pid,
+        "producer_epoch": epoch,
+        "generation_id": member.get("generation_id", -1),
+        "member_id": member.get("member_id", ""),
+        "group_instance_id": None,
+        "topics": [
+            {
+                "name": topic,
+                "partitions": [
+                    {
+                        "partition_index": 0,
+                        "committed_offset": 11,
+                        "committed_leader_epoch": -1,
+                        "committed_metadata": None,
+                    }
+                ],
+            }
+        ],
+    }
+    answer = client.call(ApiKey.TXN_OFFSET_COMMIT, 3, body)
+    return int(answer["topics"][0]["partitions"][0]["error_code"])
+
+
+def test_txn_offset_commit_v3_checks_member_and_generation(raw: RawClient) -> None:
+    topic, group, tid = unique_topic("kip447"), unique_topic("g"), unique_topic("tid")
+    create_topic(raw, topic)
+    join_body = {
+        "group_id": group,
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 10_000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff"}],
+    }
+    member_id = raw.call(ApiKey.JOIN_GROUP, 5, join_body)["member_id"]
+    joined = raw.call(ApiKey.JOIN_GROUP, 5, {**join_body, "member_id": member_id})
+    assert joined["error_code"] == 0
+    generation = joined["generation_id"]
+    answer = init_pid(raw, tid)
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+    # without AddOffsetsToTxn the group's partition is not in the transaction
+    assert txn_offset_commit(raw, tid, pid, epoch, group, topic) == E.INVALID_TXN_STATE
+    body = {"transactional_id": tid, "producer_id": pid, "producer_epoch": epoch, "group_id": group}
+    assert raw.call(ApiKey.ADD_OFFSETS_TO_TXN, 3, body)["error_code"] == 0
+    assert txn_offset_commit(raw, tid, pid, epoch, group, topic, member_id="ghost", generation_id=generation) == (
+        E.UNKNOWN_MEMBER_ID
+    )
+    assert txn_offset_commit(raw, tid, pid, epoch, group, topic, member_id=member_id, generation_id=generation + 1) == (
+        E.ILLEGAL_GENERATION
+    )
+    assert txn_offset_commit(raw, tid, pid, epoch, group, topic, member_id=member_id, generation_id=generation) == 0
+    assert txn_offset_commit(raw, tid, pid, epoch + 1, group, topic) == E.INVALID_TXN_STATE
+    assert offset_fetch(raw, group, topic) == -1
+    assert end_txn(raw, tid, pid, epoch, True) == E.NONE
+    assert offset_fetch(raw, group, topic) == 11
