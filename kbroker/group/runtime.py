@@ -247,6 +247,12 @@ class GroupRuntime:
             del self.pending_txn_offsets[producer_id]
         return count
 
+    def on_txn_marker(self, producer_id: int, partition: int, commit: bool) -> None:
+        """A marker was just written (live, not replay): complete_txn, then snapshot the partition if due."""
+        groups = [g for g in self.pending_txn_offsets.get(producer_id, {}) if self.store.partition_for(g) == partition]
+        if self.complete_txn(producer_id, partition, commit) and groups:
+            self._maybe_snapshot(groups[0])
+
     def has_pending_txn_offset(self, group_id: str, tp: TopicPartition | None = None) -> bool:
         """Whether an open transaction holds offsets of the group (of `tp`, if given): OffsetFetch RequireStable."""
         for by_group in self.pending_txn_offsets.values():

@@ -117,7 +117,7 @@ class TxnRuntime:
             from kbroker.group import group_runtime
 
             try:
-                group_runtime(broker).complete_txn(producer_id, partition, commit)
+                group_runtime(broker).on_txn_marker(producer_id, partition, commit)
             except KafkaProtocolError:
                 log.warning("transaction_offsets_not_published", partition=partition, producer_id=producer_id)
 
