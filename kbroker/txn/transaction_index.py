@@ -60,6 +60,7 @@ COMMIT = int(ControlRecordType.COMMIT)
 _ATTRIBUTES = struct.Struct(">h")
 _PRODUCER_ID = struct.Struct(">q")
 ATTRIBUTES_AT = 21  # base offset 8, length 4, leader epoch 4, magic 1, crc 4
+ATTRIBUTES_LOW_BYTE = ATTRIBUTES_AT + 1  # int16 big-endian: the transactional and control bits are here
 PRODUCER_ID_AT = 43  # ... attributes 2, last offset delta 4, base and max timestamps 16
 
 
@@ -111,19 +112,12 @@ class PartitionTxnIndex:
         """PartitionLog append listener: never raises (the data is already in the log)."""
         if self.stale:
             return
+        segment_base = self.log.segments[-1].base_offset
         try:
-            segment_base = self.log.active_segment.base_offset
             for batch in batches:
                 position = batch.relative_position
-                (attributes,) = _ATTRIBUTES.unpack_from(buffer, position + ATTRIBUTES_AT)
-                if not attributes & TRANSACTIONAL_BIT:
-                    continue
-                (producer_id,) = _PRODUCER_ID.unpack_from(buffer, position + PRODUCER_ID_AT)
-                control = NO_CONTROL_TYPE
-                if attributes & CONTROL_BIT:
-                    records_at = position + HEADER_SIZE
-                    control = control_record_type(bytes(buffer[records_at : records_at + CONTROL_KEY_BYTES]))
-                self.apply(producer_id, batch.base_offset, attributes, control, segment_base)
+                if buffer[position + ATTRIBUTES_LOW_BYTE] & TRANSACTIONAL_BIT:
+                    self._apply_appended(buffer, position, batch.base_offset, segment_base)
         except Exception as error:  # noqa: BLE001 - a reload from the last checkpoint repairs any failure
             self.stale = True
             log.error("transaction_index_stale", topic=self.log.topic, partition=self.log.partition, error=str(error))
@@ -131,6 +125,17 @@ class PartitionTxnIndex:
         self._appends += len(batches)
         if segment_base != self._segment_base or self._appends >= CHECKPOINT_EVERY_BATCHES:
             self.checkpoint()
+
+    def _apply_appended(
+        self, buffer: bytearray | memoryview, position: int, base_offset: int, segment_base: int
+    ) -> None:
+        (attributes,) = _ATTRIBUTES.unpack_from(buffer, position + ATTRIBUTES_AT)
+        (producer_id,) = _PRODUCER_ID.unpack_from(buffer, position + PRODUCER_ID_AT)
+        control = NO_CONTROL_TYPE
+        if attributes & CONTROL_BIT:
+            records_at = position + HEADER_SIZE
+            control = control_record_type(bytes(buffer[records_at : records_at + CONTROL_KEY_BYTES]))
+        self.apply(producer_id, base_offset, attributes, control, segment_base)
 
     def scan(self, start: int) -> int:
         """Apply the batch headers from offset `start` (a batch boundary) to the log end; return how many."""
