@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbroker.log import LogConfig, PartitionLog
 from kbroker.txn import transaction_index as ti
@@ -244,3 +247,71 @@ def test_a_failed_append_marks_the_index_stale_and_the_registry_reloads(
     assert reloaded is not index and not reloaded.stale
     assert reloaded.aborted == [AbortedTxn(1, first, at, at + 1)]
     assert partition_log.append_listeners == [reloaded.on_append]
+
+
+# -- against a brute-force model ---------------------------------------------------------------
+Op = tuple[str, int, int]  # ("txn" | "plain" | "commit" | "abort", producer id, records)
+
+ops_strategy = st.lists(
+    st.tuples(st.sampled_from(["txn", "txn", "plain", "commit", "abort"]), st.integers(1, 3), st.integers(1, 3)),
+    max_size=30,
+)
+
+
+def _model(ops: list[Op]) -> tuple[dict[int, int], list[tuple[int, int, int]], int]:
+    """Open transactions, aborted (pid, first, marker) and the log end, computed from scratch."""
+    offset = 0
+    ongoing: dict[int, int] = {}
+    aborted = []
+    for kind, pid, records in ops:
+        if kind == "txn":
+            ongoing.setdefault(pid, offset)
+        elif kind in ("commit", "abort"):
+            first = ongoing.pop(pid, offset)
+            if kind == "abort":
+                aborted.append((pid, first, offset))
+            records = 1
+        offset += records
+    return ongoing, aborted, offset
+
+
+def _append_ops(log_: PartitionLog, ops: list[Op]) -> None:
+    for kind, pid, records in ops:
+        if kind == "txn":
+            append(log_, txn_batch(pid, records))
+        elif kind == "plain":
+            append(log_, plain_batch(records))
+        else:
+            append(log_, marker(pid, commit=kind == "commit"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(ops=ops_strategy, split=st.integers(0, 30), reload_files=st.booleans())
+def test_the_index_matches_a_model_live_and_reloaded(ops: list[Op], split: int, reload_files: bool) -> None:
+    ongoing, model_aborted, end = _model(ops)
+    with tempfile.TemporaryDirectory() as directory:
+        log_ = PartitionLog.open(Path(directory) / "t-0", LogConfig(segment_bytes=400))
+        index = load_transaction_index(log_)
+        _append_ops(log_, ops[:split])
+        index.checkpoint()
+        _append_ops(log_, ops[split:])
+        for candidate in (index, None):
+            if candidate is None:
+                log_ = reopen(log_)
+                if not reload_files:
+                    for name in os.listdir(log_.directory):
+                        if name.endswith((".txnindex", ".txncheckpoint")):
+                            os.unlink(log_.directory / name)
+                candidate = load_transaction_index(log_)
+            assert candidate.ongoing == ongoing
+            assert candidate.last_stable_offset() == min([*ongoing.values(), end])
+            assert [(e.producer_id, e.first_offset, e.last_offset) for e in candidate.aborted] == model_aborted
+            for fetch_offset in range(0, end + 1, 3):
+                for upper in range(fetch_offset + 1, end + 2, 4):
+                    found = [
+                        (e.producer_id, e.first_offset, e.last_offset)
+                        for e in candidate.collect_aborted(fetch_offset, upper)
+                    ]
+                    expected = [a for a in model_aborted if a[2] >= fetch_offset and a[1] < upper]
+                    assert found == expected
+        log_.close()
