@@ -22,6 +22,7 @@ from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.txn.runtime import start_transaction_coordinator
 from kbroker.txn.states import producer_states
+from kbroker.txn.txn_indexes import transaction_indexes
 
 log = structlog.get_logger("kbroker.server")
 
@@ -55,6 +56,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     )
     states = producer_states(broker)
     states.preload(partition_log for _, partition_log in logs.logs())
+    txn_indexes = transaction_indexes(broker)
+    txn_indexes.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = ConnectionRegistry(
@@ -107,6 +110,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
     states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
+    txn_indexes.checkpoint_all()  # likewise for the open transactions of each partition
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
