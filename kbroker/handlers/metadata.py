@@ -18,6 +18,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 LEADER_EPOCH = 0
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 
 
@@ -53,6 +54,9 @@ def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: b
         validate_topic_name(name)
     except InvalidTopicError:
         return _topic_error(ErrorCode.INVALID_TOPIC_EXCEPTION, name)
+    if name in INTERNAL_TOPICS:
+        # Created by their coordinators, with their own partition counts and configs, on first use.
+        return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     if not (allow_create and ctx.broker.config.get_bool("auto.create.topics.enable")):
         return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     return auto_create(ctx, name)
