@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import time
 
 from tests.compat.apiversions import API_KEYS, _read_exactly
 
@@ -31,10 +32,29 @@ class FetchError(Exception):
         self.code = code
 
 
+# Errors a client retries after refreshing metadata: a topic just created may not have its leader everywhere yet.
+RETRIABLE = {3, 5, 6}  # UNKNOWN_TOPIC_OR_PARTITION, LEADER_NOT_AVAILABLE, NOT_LEADER_OR_FOLLOWER
+
+
 def fetch_batches(
     bootstrap: str, topic: str, partition: int = 0, offset: int = 0, max_wait_ms: int = 500
 ) -> list[tuple[int, int, int]]:
-    """(base offset, record count, codec id) of each record batch a Fetch v4 returns from ``offset``."""
+    """(base offset, record count, codec id) of each record batch a Fetch v4 returns from ``offset``.
+
+    Retries for up to 10 s on the errors a client would retry."""
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            return _fetch_once(bootstrap, topic, partition, offset, max_wait_ms)
+        except FetchError as failure:
+            if failure.code not in RETRIABLE or time.monotonic() > deadline:
+                raise
+            time.sleep(0.1)
+
+
+def _fetch_once(
+    bootstrap: str, topic: str, partition: int, offset: int, max_wait_ms: int
+) -> list[tuple[int, int, int]]:
     host, port = bootstrap.rsplit(":", 1)
     request = _fetch_request(topic, partition, offset, max_wait_ms)
     with socket.create_connection((host, int(port)), timeout=10 + max_wait_ms / 1000) as sock:
