@@ -9,20 +9,13 @@ import signal
 import socket
 import struct
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.process import BrokerProcess, RawClient, running_broker
-
-
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    with running_broker(tmp_path_factory.mktemp("server") / "data") as b:
-        yield b
+from tests.process import BrokerProcess, RawClient
 
 
 def advertised(response: dict) -> dict[int, tuple[int, int]]:
