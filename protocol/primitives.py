@@ -94,8 +94,8 @@ def blob_length(blob: Any) -> int:
 # -- varints ---------------------------------------------------------------
 
 
-def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Unsigned LEB128 as used by the protocol (at most 5 bytes for 32 bits)."""
+def read_uvarint(buf: Buffer, pos: int, max_shift: int = 28) -> tuple[int, int]:
+    """Unsigned LEB128 as used by the protocol: at most 5 bytes (32 bits), or 10 with max_shift=63."""
     result = 0
     shift = 0
     end = len(buf)
@@ -108,25 +108,12 @@ def read_uvarint(buf: Buffer, pos: int) -> tuple[int, int]:
         if not byte & 0x80:
             return result, pos
         shift += 7
-        if shift > 28:
-            raise DecodeError("varint longer than 5 bytes")
+        if shift > max_shift:
+            raise DecodeError(f"varint longer than {max_shift // 7 + 1} bytes")
 
 
 def read_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
-    result = 0
-    shift = 0
-    end = len(buf)
-    while True:
-        if pos >= end:
-            raise DecodeError("truncated varlong")
-        byte = buf[pos]
-        pos += 1
-        result |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return result, pos
-        shift += 7
-        if shift > 63:
-            raise DecodeError("varlong longer than 10 bytes")
+    return read_uvarint(buf, pos, 63)
 
 
 def encode_uvarint(value: int) -> bytes:
