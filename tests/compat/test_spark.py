@@ -53,6 +53,9 @@ KAFKA_COLUMNS = (
 )
 BASE_TS = 1_700_000_000_000
 
+# A scenario takes seconds; a connector stuck on a broker answer should not hold the suite for the default 300 s.
+pytestmark = pytest.mark.timeout(180)
+
 
 @pytest.fixture(scope="module")
 def spark_module() -> Iterator[SparkSession]:
