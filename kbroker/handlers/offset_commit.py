@@ -11,30 +11,15 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
-from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.handlers._offsets import check_offsets
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode
 
 
 @handles(ApiKey.OFFSET_COMMIT, "2-8")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
-    now = runtime.clock()
-    errors: dict[TopicPartition, ErrorCode] = {}
-    valid: dict[TopicPartition, CommittedOffset] = {}
-    for topic in request["topics"]:
-        meta = ctx.broker.logs.topic(topic["name"])
-        for partition in topic["partitions"]:
-            tp = (topic["name"], partition["partition_index"])
-            metadata = partition["committed_metadata"]
-            if meta is None or not 0 <= tp[1] < meta.partitions:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif not runtime.offsets.metadata_fits(metadata):
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                epoch = partition["committed_leader_epoch"]
-                valid[tp] = CommittedOffset(partition["committed_offset"], epoch, metadata or "", now)
+    errors, valid = check_offsets(ctx, runtime, request["topics"])
     error = await runtime.commit(
         request["group_id"] or "",
         request["generation_id_or_member_epoch"],

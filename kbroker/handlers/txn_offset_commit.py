@@ -14,8 +14,9 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
-from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.group.group import TopicPartition
 from kbroker.group.store import OFFSETS_TOPIC
+from kbroker.handlers._offsets import check_offsets
 from kbroker.handlers.registry import handles
 from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
@@ -59,21 +60,7 @@ async def _commit(
     error = transaction_coordinator(ctx.broker).verify_partition(producer_id, epoch, offsets_partition)
     if error is not ErrorCode.NONE:
         return error, {}
-    now = runtime.clock()
-    errors: dict[TopicPartition, ErrorCode] = {}
-    valid: dict[TopicPartition, CommittedOffset] = {}
-    for topic in topics:
-        meta = ctx.broker.logs.topic(topic["name"])
-        for partition in topic["partitions"]:
-            tp = (topic["name"], partition["partition_index"])
-            metadata = partition["committed_metadata"]
-            if meta is None or not 0 <= tp[1] < meta.partitions:
-                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            elif not runtime.offsets.metadata_fits(metadata):
-                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
-            else:
-                epoch_ = partition["committed_leader_epoch"]
-                valid[tp] = CommittedOffset(partition["committed_offset"], epoch_, metadata or "", now)
+    errors, valid = check_offsets(ctx, runtime, topics)
     error = await runtime.txn_commit(
         group_id,
         producer_id,

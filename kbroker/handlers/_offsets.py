@@ -1,0 +1,32 @@
+"""What OffsetCommit and TxnOffsetCommit share: checking each requested partition's offset."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.group.runtime import GroupRuntime
+from protocol.errors import ErrorCode
+
+
+def check_offsets(
+    ctx: RequestContext, runtime: GroupRuntime, topics: list[dict[str, Any]]
+) -> tuple[dict[TopicPartition, ErrorCode], dict[TopicPartition, CommittedOffset]]:
+    """Per partition: an error (unknown partition, metadata too large), or the offset to commit."""
+    now = runtime.clock()
+    errors: dict[TopicPartition, ErrorCode] = {}
+    valid: dict[TopicPartition, CommittedOffset] = {}
+    for topic in topics:
+        meta = ctx.broker.logs.topic(topic["name"])
+        for partition in topic["partitions"]:
+            tp = (topic["name"], partition["partition_index"])
+            metadata = partition["committed_metadata"]
+            if meta is None or not 0 <= tp[1] < meta.partitions:
+                errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            elif not runtime.offsets.metadata_fits(metadata):
+                errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
+            else:
+                epoch = partition["committed_leader_epoch"]
+                valid[tp] = CommittedOffset(partition["committed_offset"], epoch, metadata or "", now)
+    return errors, valid
