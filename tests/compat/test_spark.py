@@ -297,27 +297,28 @@ def test_sink_columns(bootstrap: str, advertised: dict[int, tuple[int, int]], re
 # -- 5. read_committed ------------------------------------------------------------------------------------------
 
 
-def _produce_transactions(bootstrap: str, topic: str) -> None:
-    """Three transactions: c1 (committed), x (aborted), c2 (committed), with confluent-kafka."""
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-txn", "linger.ms": 0})
-    producer.init_transactions(30)
-    for prefix, commit in (("c1", True), ("x", False), ("c2", True)):
-        producer.begin_transaction()
-        for i in range(4):
-            producer.produce(topic, value=f"{prefix}-{i}".encode(), partition=0)
-        producer.flush(30)
-        if commit:
-            producer.commit_transaction(30)
-        else:
-            producer.abort_transaction(30)
+def _transaction(producer: Any, topic: str, prefix: str, commit: bool | None) -> None:
+    """Four records in one transaction; commit, abort, or (None) leave it open."""
+    producer.begin_transaction()
+    for i in range(4):
+        producer.produce(topic, value=f"{prefix}-{i}".encode(), partition=0)
+    producer.flush(30)
+    if commit is True:
+        producer.commit_transaction(30)
+    elif commit is False:
+        producer.abort_transaction(30)
 
 
 def test_read_committed(bootstrap: str, advertised: dict[int, tuple[int, int]], request: Any) -> None:
     require(advertised, SETUP, SPARK_READ, READ_COMMITTED)
+    from confluent_kafka import Producer
+
     topic = create_topic(bootstrap, "read-committed")
-    _produce_transactions(bootstrap, topic)
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"{topic}-txn", "linger.ms": 0})
+    producer.init_transactions(30)
+    _transaction(producer, topic, "c1", commit=True)
+    _transaction(producer, topic, "x", commit=False)
+    _transaction(producer, topic, "c2", commit=True)
     spark = get_spark(request)
 
     def values(isolation: str) -> list[str]:
@@ -329,13 +330,21 @@ def test_read_committed(bootstrap: str, advertised: dict[int, tuple[int, int]], 
             endingOffsets="latest",
             **{"kafka.isolation.level": isolation},
         )
-        return [
-            r["value"] for r in frame.selectExpr("offset", "CAST(value AS STRING) AS value").orderBy("offset").collect()
-        ]
+        rows = frame.selectExpr("offset", "CAST(value AS STRING) AS value").orderBy("offset").collect()
+        return [r["value"] for r in rows]
 
-    committed = [f"c1-{i}" for i in range(4)] + [f"c2-{i}" for i in range(4)]
-    assert values("read_committed") == committed
-    assert values("read_uncommitted") == committed[:4] + [f"x-{i}" for i in range(4)] + committed[4:]
+    def batch(prefix: str) -> list[str]:
+        return [f"{prefix}-{i}" for i in range(4)]
+
+    assert values("read_committed") == batch("c1") + batch("c2")
+    assert values("read_uncommitted") == batch("c1") + batch("x") + batch("c2")
+
+    # An open transaction holds the last stable offset: "latest" for read_committed stops before it.
+    _transaction(producer, topic, "open", commit=None)
+    assert values("read_committed") == batch("c1") + batch("c2")
+    assert values("read_uncommitted") == batch("c1") + batch("x") + batch("c2") + batch("open")
+    producer.commit_transaction(30)
+    assert values("read_committed") == batch("c1") + batch("c2") + batch("open")
 
 
 # -- 6. failOnDataLoss after DeleteRecords -------------------------------------------------------------------------
