@@ -1,0 +1,214 @@
+#!/usr/bin/env python3
+"""Side-by-side benchmark: Apache Kafka and kbroker in turn, same machine, same load generator.
+
+    scripts/bench/run [--rounds 3] [--workloads W1,W2,W3,W4,W5,W6,S1,S2,S3] [--scale 1.0] [--no-docs]
+
+Each round starts Kafka, runs the workloads, stops it, then does the same with kbroker (A, B, A, B).
+Brokers run on core 0, the load generator on core 1 (taskset), for both alike. The load generator
+(scripts/bench/loadgen, Go + franz-go) reads every topic back and fails on any lost, duplicated or
+reordered record; so does this script. Prints median, min, max per figure and the ratio
+kbroker/Kafka, and writes the table into docs/performance.md (unless --no-docs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from brokers import REPO, Broker, Kafka, KBroker, environment_note
+from workloads import ALIASES, WARMUP, WORKLOADS, Figure, build_loadgen, run_workload
+
+BROKER_CPUS = "0"
+LOADGEN_CPUS = "1"
+DOC = REPO / "docs" / "performance.md"
+BEGIN = "<!-- bench:results:begin -->"
+END = "<!-- bench:results:end -->"
+
+S1 = Figure("S1", "S1 start to first ApiVersions answer", "startup_ms", "ms", False, "<= 150 ms")
+S2 = Figure("S2", "S2 idle RSS (1 s after start)", "rss_mib", "MiB", False, "<= 40 MB")
+S3 = Figure("S3", "S3 recovery scan after kill -9 (kbroker)", "scan_mb_per_s", "MB/s", True, ">= 500 MB/s")
+S3_RESTART = Figure("S3 restart", "S3 restart to first answer after kill -9", "restart_ms", "ms", False)
+
+Samples = dict[str, dict[str, list[float]]]  # figure name -> broker name -> samples
+
+
+def note(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
+
+
+def one_broker(
+    broker: Broker, selected: list[str], extras: list[str], scale: float, samples: Samples, figures: dict[str, Figure]
+) -> None:
+    """Start broker (fresh dir), take S1/S2, run the selected workloads, then S3 for kbroker."""
+    try:
+        broker.start()
+        samples["S1"][broker.name].append(broker.startup_ms)
+        time.sleep(1.0)
+        samples["S2"][broker.name].append(broker.rss_mib())
+        note(f"{broker.name}: started in {broker.startup_ms:.0f} ms, RSS {samples['S2'][broker.name][-1]:.1f} MiB")
+        for i, warmup in enumerate(WARMUP):
+            run_workload(warmup, broker, LOADGEN_CPUS, 1.0, topic=f"bench-warmup-{i}")
+        note(f"{broker.name}: warm-up done (untimed, {len(WARMUP)} loads)")
+        for name in selected:
+            workload = WORKLOADS[name]
+            result = run_workload(workload, broker, LOADGEN_CPUS, scale, topic=f"bench-{name.lower()}")
+            shown = []
+            for figure in workload.figures:
+                figures[figure.name] = figure
+                samples[figure.name][broker.name].append(float(result[figure.key]))
+                shown.append(f"{figure.name} {result[figure.key]:,.2f} {figure.unit}")
+            note(f"{broker.name}: {name} verified ({int(result['records']):,} records): " + ", ".join(shown))
+        if isinstance(broker, KBroker) and "S3" in extras:
+            recovery(broker, samples)
+    finally:
+        broker.cleanup()
+
+
+def recovery(broker: KBroker, samples: Samples) -> None:
+    """S3: kill -9 the broker, start it again on the same data, read its log_recovered events."""
+    broker.kill()
+    broker.log_level = "info"
+    before = len(broker.recovery_events())
+    broker.start()
+    events = broker.recovery_events()[before:]
+    scanned = sum(int(e["bytes_scanned"]) for e in events)
+    seconds = sum(float(e["duration_ms"]) for e in events) / 1000
+    if scanned == 0 or seconds <= 0:
+        raise RuntimeError("S3: the restart after kill -9 scanned nothing (was any data written?)")
+    samples["S3"][broker.name].append(scanned / seconds / 1e6)
+    samples["S3 restart"][broker.name].append(broker.startup_ms)
+    note(
+        f"kbroker: S3 recovery scanned {scanned / 1e6:,.0f} MB in {seconds * 1000:,.0f} ms "
+        f"({scanned / seconds / 1e6:,.0f} MB/s), first answer {broker.startup_ms:,.0f} ms after restart"
+    )
+
+
+def summarise(samples: Samples, figures: dict[str, Figure]) -> list[list[str]]:
+    """Rows: figure, Kafka median [min-max], kbroker median [min-max], ratio, target."""
+    rows = []
+    for name, figure in figures.items():
+        per = samples.get(name, {})
+        cells = [figure.label]
+        medians = {}
+        for broker in ("kafka", "kbroker"):
+            values = per.get(broker, [])
+            if values:
+                medians[broker] = statistics.median(values)
+                cells.append(f"{fmt(medians[broker])} {figure.unit} ({fmt(min(values))}-{fmt(max(values))})")
+            else:
+                cells.append("-")
+        if len(medians) == 2 and medians["kafka"] > 0:
+            cells.append(f"{medians['kbroker'] / medians['kafka']:.2f}x")
+        else:
+            cells.append("-")
+        cells.append(figure.target or "-")
+        rows.append(cells)
+    return rows
+
+
+def fmt(value: float) -> str:
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 10:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def table(rows: list[list[str]]) -> str:
+    head = "| figure | Apache Kafka median (min-max) | kbroker median (min-max) | kbroker/Kafka | target |"
+    lines = [head, "|---|---|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float) -> str:
+    when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    lines = [
+        f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}`,"
+        f" {elapsed / 60:.1f} min. {environment_note()}.",
+        f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
+        " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
+        " checked (sequence, offset, size). Before the measured workloads each broker gets an untimed warm-up"
+        " (256 Ki records of 1 KiB with acks=all, then 3 s of unbatched produce) so the JVM has compiled its"
+        " hot paths. Machine load average at the end: " + load_average() + ".",
+        "",
+        "Workloads as run:",
+        "",
+    ]
+    for name in selected:
+        lines.append(f"- {name}: {WORKLOADS[name].description}")
+    return "\n".join(lines)
+
+
+def load_average() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def write_doc(text: str) -> None:
+    doc = DOC.read_text()
+    if BEGIN not in doc or END not in doc:
+        raise RuntimeError(f"{DOC} has no {BEGIN} ... {END} section")
+    head, rest = doc.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+
+
+def parse_selection(spec: str) -> tuple[list[str], list[str]]:
+    names = [n.strip().upper() for n in spec.split(",") if n.strip()]
+    workloads: list[str] = []
+    extras = []
+    for name in names:
+        name = ALIASES.get(name, name)
+        if name in WORKLOADS:
+            if name not in workloads:
+                workloads.append(name)
+        elif name in ("S1", "S2", "S3"):
+            extras.append(name)
+        else:
+            raise SystemExit(f"unknown workload {name}")
+    return [w for w in WORKLOADS if w in workloads], extras
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,S1,S2,S3")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts of W1, W2, W6")
+    parser.add_argument("--brokers", default="kafka,kbroker", help="which to run (default both)")
+    parser.add_argument("--no-docs", action="store_true", help="do not write docs/performance.md")
+    args = parser.parse_args(argv)
+    selected, extras = parse_selection(args.workloads)
+    build_loadgen()
+    started = time.monotonic()
+    samples: Samples = defaultdict(lambda: defaultdict(list))
+    figures: dict[str, Figure] = {}
+    kinds = {"kafka": Kafka, "kbroker": KBroker}
+    for round_no in range(1, args.rounds + 1):
+        for name in args.brokers.split(","):
+            note(f"round {round_no}/{args.rounds}: {name}")
+            one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures)
+    ordered = {f.name: f for f in (S1, S2)}
+    ordered.update(figures)
+    if "S3" in extras:
+        ordered.update({S3.name: S3, S3_RESTART.name: S3_RESTART})
+    ordered = {k: v for k, v in ordered.items() if k in samples}
+    text = settings_text(args, selected, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    print()
+    print(text)
+    if not args.no_docs:
+        write_doc(text)
+        note(f"wrote {DOC}")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except RuntimeError as error:
+        print(f"BENCHMARK FAILED: {error}", file=sys.stderr)
+        sys.exit(1)

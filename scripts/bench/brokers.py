@@ -1,0 +1,228 @@
+"""The two brokers of the side-by-side benchmark, started alike: fresh data dir, pinned to one core.
+
+Apache Kafka runs as `kafka-server-start.sh` would run it (its default heap and GC options), single
+node, KRaft combined mode, default broker settings apart from what one node needs (replication
+factor 1 for the internal topics). kbroker runs with its defaults.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+SCRIPTS = Path(__file__).resolve().parent.parent
+REPO = SCRIPTS.parent
+sys.path.insert(0, str(SCRIPTS))
+
+from kafka_ref import KAFKA_VERSION, ensure_jars, free_port, kafka_home  # noqa: E402
+
+# kafka-server-start.sh's KAFKA_HEAP_OPTS and kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
+KAFKA_JVM_OPTS = [
+    "-Xmx1G",
+    "-Xms1G",
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+]
+API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
+
+
+def first_api_versions_answer(port: int, deadline: float, process: subprocess.Popen[bytes]) -> None:
+    """Poll until the broker answers an ApiVersions v0 request on port (or raise)."""
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"broker exited with code {process.returncode} before answering")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
+                sock.sendall(struct.pack(">i", len(API_VERSIONS_V0)) + API_VERSIONS_V0)
+                if len(sock.recv(4)) == 4:
+                    return
+        except OSError:
+            time.sleep(0.002)
+    raise TimeoutError(f"no ApiVersions answer on {port}")
+
+
+def rss_mib(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+class Broker:
+    """Base: a broker process on 127.0.0.1:port with its own temporary directory."""
+
+    name = "broker"
+
+    def __init__(self, cpus: str) -> None:
+        self.cpus = cpus
+        self.port = free_port()
+        self.workdir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
+        self.process: subprocess.Popen[bytes] | None = None
+        self.startup_ms = 0.0
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    def start(self, timeout: float = 120.0) -> Broker:
+        """Start the process and wait for its first ApiVersions answer; records startup_ms."""
+        log = open(self.workdir / "broker.log", "ab")  # noqa: SIM115 - the child keeps it
+        started = time.monotonic()
+        self.process = subprocess.Popen(
+            ["taskset", "-c", self.cpus, *self.command()],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            start_new_session=True,
+        )
+        log.close()
+        first_api_versions_answer(self.port, started + timeout, self.process)
+        self.startup_ms = (time.monotonic() - started) * 1000
+        return self
+
+    def rss_mib(self) -> float:
+        assert self.process is not None
+        return rss_mib(self.process.pid)
+
+    def kill(self) -> None:
+        """An unclean stop (SIGKILL)."""
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+        self.process = None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process = None
+
+    def cleanup(self) -> None:
+        self.stop()
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def fsync_topic_configs(self) -> str:
+        """Topic configs that make every acknowledged acks=all write durable (W6)."""
+        raise NotImplementedError
+
+
+class Kafka(Broker):
+    name = "kafka"
+
+    def __init__(self, cpus: str) -> None:
+        super().__init__(cpus)
+        ensure_jars(KAFKA_VERSION)
+        self.controller_port = free_port()
+        self.config = self.workdir / "server.properties"
+        self.config.write_text(self._properties())
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        subprocess.run(
+            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(self.config)),
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+
+    def _properties(self) -> str:
+        return "\n".join(
+            [
+                "process.roles=broker,controller",
+                "node.id=1",
+                f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
+                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"log.dirs={self.workdir / 'data'}",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "share.coordinator.state.topic.replication.factor=1",
+                "share.coordinator.state.topic.min.isr=1",
+                "",
+            ]
+        )
+
+    def _java(self, main_class: str, *args: str) -> list[str]:
+        home = kafka_home(KAFKA_VERSION)
+        return [
+            "java",
+            *KAFKA_JVM_OPTS,
+            f"-Dlog4j2.configurationFile={home / 'log4j2.xml'}",
+            f"-Dkafka.logs.dir={self.workdir}",
+            "-cp",
+            str(home / "libs" / "*"),
+            main_class,
+            *args,
+        ]
+
+    def command(self) -> list[str]:
+        return self._java("kafka.Kafka", str(self.config))
+
+    def fsync_topic_configs(self) -> str:
+        return "flush.messages=1"
+
+
+class KBroker(Broker):
+    name = "kbroker"
+
+    def __init__(self, cpus: str, log_level: str = "warning") -> None:
+        super().__init__(cpus)
+        self.log_level = log_level
+
+    def command(self) -> list[str]:
+        return [
+            str(REPO / ".venv" / "bin" / "python"),
+            "-m",
+            "kbroker",
+            "serve",
+            "--listen",
+            self.bootstrap,
+            "--data-dir",
+            str(self.workdir / "data"),
+            "--log-level",
+            self.log_level,
+            "--log-format",
+            "json",
+        ]
+
+    def fsync_topic_configs(self) -> str:
+        return "kbroker.fsync.before.ack=true"
+
+    def recovery_events(self) -> list[dict[str, Any]]:
+        """The log_recovered events of the broker's log so far."""
+        events = []
+        for line in (self.workdir / "broker.log").read_text(errors="replace").splitlines():
+            if '"log_recovered"' in line:
+                events.append(json.loads(line))
+        return events
+
+
+def environment_note() -> str:
+    """Python and Java versions, for the record."""
+    java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr.splitlines()[0]
+    return f"Python {sys.version.split()[0]}, {java}, Apache Kafka {KAFKA_VERSION}, {os.cpu_count()} cores"
