@@ -13,6 +13,7 @@ from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
 from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic, RecordsToDelete
 from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
 
+from tests.compat import aiokafka_groups
 from tests.compat.clients import (
     Client,
     ClientError,
@@ -23,6 +24,8 @@ from tests.compat.clients import (
     Start,
     TopicDescription,
 )
+from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
+from tests.compat.pydriver import python_driver
 
 T = TypeVar("T")
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
@@ -69,7 +72,9 @@ def _check(response: Any) -> None:
 @dataclass
 class AiokafkaClient(Client):
     name: str = "aiokafka"
-    missing: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(
+        default_factory=lambda: {"group.cooperative": "aiokafka has only eager assignors (range, roundrobin, sticky)"}
+    )
     op_apis: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"alter_config": ("Metadata", "AlterConfigs")})
 
     async def _with_admin(self, bootstrap: str, action: Callable[[AIOKafkaAdminClient], Awaitable[T]]) -> T:
@@ -122,10 +127,12 @@ class AiokafkaClient(Client):
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         async def go() -> ConsumeResult:
             consumer = AIOKafkaConsumer(
                 bootstrap_servers=bootstrap,
+                isolation_level=isolation,
                 group_id=None,
                 enable_auto_commit=False,
                 auto_offset_reset=reset,
@@ -208,6 +215,23 @@ class AiokafkaClient(Client):
         tp = TopicPartition(topic, partition)
         result = _run(self._with_admin(bootstrap, lambda a: a.delete_records({tp: RecordsToDelete(before)})))
         return int(result[tp])
+
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        return aiokafka_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        return aiokafka_groups.open_member(bootstrap, config, _consumed)
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        return aiokafka_groups.describe_group(bootstrap, group, topic)
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        return aiokafka_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
+
+    def spawn(self) -> Client:
+        return python_driver(self.name)
 
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         async def go() -> list[int]:

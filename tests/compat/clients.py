@@ -12,11 +12,16 @@ from __future__ import annotations
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
 
 Start = Literal["earliest", "latest"] | dict[int, int]
 OffsetSpec = Literal["earliest", "latest"] | int
 Headers = tuple[tuple[str, bytes | None], ...]
+
+GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetFetch", "OffsetCommit")
 
 # The protocol APIs each adapter operation uses, by Kafka's API names. A client replaces entries in
 # ``Client.op_apis`` where it uses others (for example an idempotent producer also needs InitProducerId).
@@ -32,6 +37,11 @@ BASE_OP_APIS: dict[str, tuple[str, ...]] = {
     "list_offset": ("Metadata", "ListOffsets"),
     "delete_records": ("Metadata", "DeleteRecords"),
     "partitions_for": ("Metadata",),
+    "group": ("Metadata", "Fetch", "ListOffsets", *GROUP_APIS),
+    "describe_group": ("Metadata", "FindCoordinator", "DescribeGroups", "OffsetFetch", "ListOffsets"),
+    "produce_idempotent": ("Metadata", "Produce", "InitProducerId"),
+    "txn": ("Metadata", "Produce", "FindCoordinator", "InitProducerId", "AddPartitionsToTxn", "EndTxn"),
+    "txn.send_offsets": ("AddOffsetsToTxn", "TxnOffsetCommit", *GROUP_APIS),
 }
 
 # librdkafka enables LZ4 only when the broker advertises FindCoordinator v0 (its feature map dates LZ4 by the
@@ -55,6 +65,10 @@ CAPABILITIES = (
     "compression.lz4",
     "compression.zstd",
     "acks.0",
+    "group.kill",  # run a member in a process of its own and kill it (no LeaveGroup)
+    "group.cooperative",  # the cooperative-sticky assignor
+    "group.static",  # static membership (group.instance.id)
+    "consume.read_committed",  # isolation.level=read_committed
 )
 
 
@@ -158,6 +172,7 @@ class Client:
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         """Assign the partitions (no group), start as told, return once max_records arrived or timeout_s passed."""
         raise NotImplementedError
@@ -192,6 +207,33 @@ class Client:
 
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         """A metadata request that may auto-create the topic; the partitions it reports."""
+        raise NotImplementedError
+
+    # Groups, idempotence, transactions (tests/compat/members.py) ----------------------------------
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        """Produce with enable.idempotence and acks=all, sleeping ``pace_ms`` after each send (a long run)."""
+        raise NotImplementedError
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        """Subscribe a consumer in ``config.group``; it polls in the background until closed."""
+        raise NotImplementedError
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        """The group's state, members and assignments, committed offsets and the topic's end offsets (admin API)."""
+        raise NotImplementedError
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        """A producer with this transactional id, after InitProducerId."""
+        raise NotImplementedError
+
+    def spawn(self) -> Client:
+        """The same client in a process of its own, for members that are killed (``kill``)."""
+        raise NotImplementedError
+
+    def kill(self) -> None:
+        """SIGKILL the client's process (only for a client from ``spawn``)."""
         raise NotImplementedError
 
 

@@ -29,6 +29,7 @@ from confluent_kafka.admin import (
     ResourceType,
 )
 
+from tests.compat import confluent_groups
 from tests.compat.clients import (
     LIBRDKAFKA_APIS,
     Client,
@@ -42,6 +43,8 @@ from tests.compat.clients import (
 from tests.compat.clients import (
     OffsetSpec as Spec,
 )
+from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
+from tests.compat.pydriver import python_driver
 
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
@@ -129,10 +132,12 @@ class ConfluentClient(Client):
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         consumer = Consumer(
             {
                 "bootstrap.servers": bootstrap,
+                "isolation.level": isolation,
                 "group.id": "compat-confluent-unused",
                 "enable.auto.commit": False,
                 "enable.auto.offset.store": False,
@@ -212,6 +217,23 @@ class ConfluentClient(Client):
         tp = TopicPartition(topic, partition, before)
         admin = self._admin(bootstrap)  # must outlive the future
         return int(_wait(admin.delete_records([tp])[tp]).low_watermark)
+
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        return confluent_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        return confluent_groups.open_member(bootstrap, config, _consumed)
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        return confluent_groups.describe_group(bootstrap, group, topic)
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        return confluent_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
+
+    def spawn(self) -> Client:
+        return python_driver(self.name)
 
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         producer = Producer({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True})

@@ -20,6 +20,19 @@ from tests.compat.clients import Client
 from tests.compat.registry import FACTORIES
 from tests.compat.support import Compat, wait_for_port
 
+# The suite's own kbroker: sessions as short as 1 s and a quick timed-out-transaction check keep the group and
+# transaction scenarios fast (Apache Kafka keeps its defaults: 6 s minimum session, a 10 s check).
+KBROKER_ARGS = [
+    "--config",
+    "group.min.session.timeout.ms=1000",
+    "--config",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms=500",
+    "--config",
+    "offsets.topic.num.partitions=5",
+    "--config",
+    "transaction.state.log.num.partitions=5",
+]
+
 CLIENT_NAMES = [n for n in os.environ.get("KBROKER_COMPAT_CLIENTS", ",".join(FACTORIES)).split(",") if n]
 
 
@@ -42,8 +55,11 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     data_dir = tmp_path_factory.mktemp("kbroker-data")
     log_path = Path(data_dir).parent / "kbroker.log"
     command = [sys.executable, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir)]
+    command += KBROKER_ARGS
     with open(log_path, "ab") as log:
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+        # KBROKER_SRC: run the kbroker of another source tree (e.g. a `git archive` of a known good commit).
+        cwd = os.environ.get("KBROKER_SRC") or None
+        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd)
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -93,7 +109,14 @@ def compat(
     if name not in client_pool:
         factory = FACTORIES.get(name)
         client_pool[name] = factory() if factory else f"unknown client {name}"
-    return Compat(bootstrap=bootstrap, advertised=advertised, subject=client_pool[name])
+    own = not os.environ.get("KBROKER_BOOTSTRAP")
+    return Compat(
+        bootstrap=bootstrap,
+        advertised=advertised,
+        subject=client_pool[name],
+        session_timeout_ms=2000 if own else 6000,
+        own_broker=own,
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -9,9 +9,11 @@ exits non-zero on error.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
+import signal
 import subprocess
 import time
 from collections.abc import Sequence
@@ -29,8 +31,81 @@ from tests.compat.clients import (
     Start,
     TopicDescription,
 )
+from tests.compat.members import (
+    GroupDescription,
+    GroupMemberDescription,
+    Member,
+    MemberConfig,
+    MemberState,
+    TxnProducer,
+)
 
 DRIVERS = Path(__file__).parent / "drivers"
+_ids = itertools.count()
+
+
+def member_config(r: dict[str, Any]) -> MemberConfig:
+    """A MemberConfig from the fields of a member_open command."""
+    return MemberConfig(
+        group=r["group"],
+        topic=r["topic"],
+        session_timeout_ms=r["session_timeout_ms"],
+        heartbeat_interval_ms=r["heartbeat_interval_ms"],
+        assignor=r["assignor"],
+        instance_id=r.get("instance_id"),
+        isolation=r.get("isolation", "read_uncommitted"),
+        reset=r.get("reset", "earliest"),
+    )
+
+
+@dataclass
+class DriverMember(Member):
+    """A member living in a driver process, addressed by id."""
+
+    client: DriverClient
+    id: str
+
+    def take(self) -> MemberState:
+        answer = self.client.call("member_take", id=self.id)
+        error = answer.get("error")
+        if error:
+            raise ClientError(str(error.get("kind", "other")), str(error.get("message")))
+        return MemberState([Consumed.from_json(r) for r in answer["records"]], {int(p) for p in answer["assignment"]})
+
+    def commit(self, offsets: dict[int, int] | None = None) -> None:
+        wire = None if offsets is None else {str(p): o for p, o in offsets.items()}
+        self.client.call("member_commit", id=self.id, offsets=wire)
+
+    def close(self) -> None:
+        self.client.call("member_close", id=self.id)
+
+
+@dataclass
+class DriverTxn(TxnProducer):
+    """A transactional producer living in a driver process."""
+
+    client: DriverClient
+    id: str
+
+    def begin(self) -> None:
+        self.client.call("txn_begin", id=self.id)
+
+    def send(self, topic: str, records: Sequence[Record]) -> None:
+        self.client.call("txn_send", id=self.id, topic=topic, records=[r.to_json() for r in records])
+
+    def send_offsets(self, member: Member, group: str, topic: str, offsets: dict[int, int]) -> None:
+        member_id = member.id if isinstance(member, DriverMember) and member.client is self.client else None
+        wire = {str(p): o for p, o in offsets.items()}
+        self.client.call("txn_offsets", id=self.id, member=member_id, group=group, topic=topic, offsets=wire)
+
+    def commit(self) -> None:
+        self.client.call("txn_commit", id=self.id)
+
+    def abort(self) -> None:
+        self.client.call("txn_abort", id=self.id)
+
+    def close(self) -> None:
+        self.client.call("txn_close", id=self.id)
 
 
 @dataclass
@@ -122,6 +197,7 @@ class DriverClient(Client):
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         answer = self.call(
             "consume",
@@ -133,6 +209,7 @@ class DriverClient(Client):
             max_records=max_records,
             timeout_ms=int(timeout_s * 1000),
             reset=reset,
+            isolation=isolation,
         )
         positions = answer.get("positions")
         error = answer.get("error") or {}
@@ -174,3 +251,50 @@ class DriverClient(Client):
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         answer = self.call("partitions_for", bootstrap=bootstrap, topic=topic)
         return sorted(int(p) for p in answer["partitions"])
+
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        answer = self.call(
+            "produce",
+            timeout_s=180,
+            bootstrap=bootstrap,
+            topic=topic,
+            records=[r.to_json() for r in records],
+            acks="all",
+            compression="none",
+            idempotent=True,
+            pace_ms=pace_ms,
+        )
+        return [(int(p), int(o)) for p, o in answer["offsets"]]
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        member_id = f"m{next(_ids)}"
+        self.call("member_open", id=member_id, bootstrap=bootstrap, **config.to_json())
+        return DriverMember(self, member_id)
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        answer = self.call("describe_group", bootstrap=bootstrap, group=group, topic=topic)
+        members = [
+            GroupMemberDescription(m["member_id"], m.get("instance_id"), sorted(int(p) for p in m["partitions"]))
+            for m in answer["members"]
+        ]
+        committed = {int(p): int(o) for p, o in answer["committed"].items() if int(o) >= 0}
+        ends = {int(p): int(o) for p, o in answer["end_offsets"].items()}
+        return GroupDescription(str(answer["state"]), members, committed, ends)
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        producer_id = f"t{next(_ids)}"
+        self.call(
+            "txn_open", id=producer_id, bootstrap=bootstrap, transactional_id=transactional_id, timeout_ms=timeout_ms
+        )
+        return DriverTxn(self, producer_id)
+
+    def spawn(self) -> Client:
+        return DriverClient(name=f"{self.name} (own process)", command=self.command, missing=dict(self.missing))
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait()
+        self.process = None

@@ -11,6 +11,7 @@ import kafka.errors as errors
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.admin import ConfigResource, KafkaAdminClient, NewPartitions, NewTopic, OffsetSpec
 
+from tests.compat import kafka_python_groups
 from tests.compat.clients import (
     Client,
     ClientError,
@@ -23,6 +24,8 @@ from tests.compat.clients import (
 from tests.compat.clients import (
     OffsetSpec as Spec,
 )
+from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
+from tests.compat.pydriver import python_driver
 
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
 
@@ -96,9 +99,11 @@ class KafkaPythonClient(Client):
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         consumer = KafkaConsumer(
             bootstrap_servers=bootstrap,
+            isolation_level=isolation,
             group_id=None,
             enable_auto_commit=False,
             auto_offset_reset=reset,
@@ -168,6 +173,23 @@ class KafkaPythonClient(Client):
         with _closing(self._admin(bootstrap)) as admin:
             result = admin.delete_records({tp: before})
             return int(result[tp]["low_watermark"])
+
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        return kafka_python_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        return kafka_python_groups.open_member(bootstrap, config, _consumed)
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        return kafka_python_groups.describe_group(bootstrap, group, topic)
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        return kafka_python_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
+
+    def spawn(self) -> Client:
+        return python_driver(self.name)
 
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=20000)

@@ -41,6 +41,10 @@ KCAT_MISSING = {
     "create_partitions": "kcat has no admin commands",
     "delete_topic": "kcat has no admin commands",
     "delete_records": "kcat has no admin commands",
+    "describe_group": "kcat has no admin commands",
+    "group": "kcat -G (balanced consumer) commits by itself and reports no assignment to its caller",
+    "txn": "kcat has no transactional producer (no begin, commit or abort)",
+    "produce_idempotent": "kcat takes -X enable.idempotence=true but reports no offsets (librdkafka: confluent-kafka)",
 }
 
 
@@ -112,9 +116,10 @@ class KcatClient(Client):
         max_records: int,
         timeout_s: float,
         reset: str = "earliest",
+        isolation: str = "read_uncommitted",
     ) -> ConsumeResult:
         args = ["-C", "-b", bootstrap, "-t", topic, "-J", "-u", "-c", str(max_records)]
-        args += ["-X", f"topic.auto.offset.reset={RESET[reset]}"]
+        args += ["-X", f"topic.auto.offset.reset={RESET[reset]}", "-X", f"isolation.level={isolation}"]
         if isinstance(start, dict):
             ((partition, offset),) = start.items()
             args += ["-p", str(partition), "-o", str(offset)]

@@ -6,7 +6,7 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.compat.clients import Client
+from tests.compat.clients import GROUP_APIS, Client
 from tests.compat.driver_client import DRIVERS, DriverClient
 
 JAVA_OPTS = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
@@ -21,7 +21,6 @@ KAFKAJS_MISSING = {
     "partitions_for": "kafkajs has no metadata call that may auto-create a topic (only a produce does)",
     "list_offsets.no_match": "kafkajs replaces ListOffsets' -1 (no record late enough) by the high watermark",
 }
-GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetFetch", "OffsetCommit")
 
 
 def java_build(major: str) -> Path | None:

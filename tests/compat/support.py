@@ -41,6 +41,8 @@ class Compat:
     advertised: dict[int, tuple[int, int]]
     subject: Client | str
     setup_clients: list[object] = field(default_factory=list)
+    session_timeout_ms: int = 6000  # for group members: the broker's minimum allows it
+    own_broker: bool = False  # the suite started this kbroker (KBROKER_BOOTSTRAP unset)
 
     @property
     def client(self) -> Client:
@@ -85,6 +87,23 @@ class Compat:
         from tests.compat.kafka_python_client import KafkaPythonClient
 
         return KafkaPythonClient(idempotent=False).produce(self.bootstrap, topic, records)
+
+    def setup_consume(
+        self,
+        topic: str,
+        count: int,
+        partitions: Sequence[int] = (0,),
+        isolation: str = "read_committed",
+        timeout_s: float = 20,
+    ) -> list[Consumed]:
+        """Read with kafka-python (not the client under test) from earliest until ``count`` records or the timeout."""
+        from tests.compat.kafka_python_client import KafkaPythonClient
+
+        result = KafkaPythonClient().consume(
+            self.bootstrap, topic, partitions, "earliest", count, timeout_s=timeout_s, isolation=isolation
+        )
+        assert result.error is None, result.error_message
+        return result.records
 
     def _need_setup_producer(self) -> None:
         absent = missing_apis(self.advertised, {"Produce", "Metadata"})

@@ -55,6 +55,25 @@ def fetch_batches(
 def _fetch_once(
     bootstrap: str, topic: str, partition: int, offset: int, max_wait_ms: int
 ) -> list[tuple[int, int, int]]:
+    return _batches(_fetch_records(bootstrap, topic, partition, offset, max_wait_ms))
+
+
+def batch_producers(bootstrap: str, topic: str, partition: int = 0) -> list[tuple[int, int, int, int]]:
+    """(base offset, record count, producer id, base sequence) of the batches a Fetch v4 returns from offset 0."""
+    records = _fetch_records(bootstrap, topic, partition, 0, 500)
+    out = []
+    pos = 0
+    while pos + 61 <= len(records):
+        base_offset, length = struct.unpack_from(">qi", records, pos)
+        if pos + 12 + length > len(records):
+            break
+        producer_id, _, base_sequence, count = struct.unpack_from(">qhii", records, pos + 43)
+        out.append((base_offset, count, producer_id, base_sequence))
+        pos += 12 + length
+    return out
+
+
+def _fetch_records(bootstrap: str, topic: str, partition: int, offset: int, max_wait_ms: int) -> bytes:
     host, port = bootstrap.rsplit(":", 1)
     request = _fetch_request(topic, partition, offset, max_wait_ms)
     with socket.create_connection((host, int(port)), timeout=10 + max_wait_ms / 1000) as sock:
@@ -74,7 +93,7 @@ def _fetch_once(
     pos += 4 + max(aborted, 0) * 16
     (records_len,) = struct.unpack_from(">i", body, pos)
     pos += 4
-    return _batches(body[pos : pos + max(records_len, 0)])
+    return body[pos : pos + max(records_len, 0)]
 
 
 def _batches(records: bytes) -> list[tuple[int, int, int]]:
