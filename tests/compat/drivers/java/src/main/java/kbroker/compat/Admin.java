@@ -1,20 +1,26 @@
 package kbroker.compat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.apache.kafka.clients.admin.AdminClient;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.MemberDescription;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
 import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
@@ -87,8 +93,61 @@ final class Admin {
                 answer.put("low_watermark", low);
                 return answer;
             }
+            case "describe_group":
+                return describeGroup(admin, r.path("group").asText(), topic);
             default:
                 throw new IllegalArgumentException("unknown admin op " + op);
         }
+    }
+
+    /** DescribeGroups, the committed offsets (OffsetFetch) and the topic's end offsets (ListOffsets). */
+    static ObjectNode describeGroup(AdminClient admin, String group, String topic) throws Exception {
+        ObjectNode answer = Driver.JSON.createObjectNode();
+        ConsumerGroupDescription d = admin.describeConsumerGroups(List.of(group)).describedGroups().get(group).get();
+        answer.put("state", state(d));
+        ArrayNode members = answer.putArray("members");
+        for (MemberDescription m : d.members()) {
+            ObjectNode member = members.addObject();
+            member.put("member_id", m.consumerId());
+            member.put("instance_id", m.groupInstanceId().orElse(null));
+            List<Integer> parts = new ArrayList<>();
+            for (TopicPartition tp : m.assignment().topicPartitions()) {
+                if (tp.topic().equals(topic)) {
+                    parts.add(tp.partition());
+                }
+            }
+            Driver.intArray(member, "partitions", parts);
+        }
+        Map<TopicPartition, OffsetAndMetadata> committed =
+                admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get();
+        ObjectNode committedNode = answer.putObject("committed");
+        for (Map.Entry<TopicPartition, OffsetAndMetadata> e : committed.entrySet()) {
+            if (e.getKey().topic().equals(topic) && e.getValue() != null) {
+                committedNode.put(Integer.toString(e.getKey().partition()), e.getValue().offset());
+            }
+        }
+        TopicDescription t = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+        Map<TopicPartition, OffsetSpec> specs = new HashMap<>();
+        for (TopicPartitionInfo info : t.partitions()) {
+            specs.put(new TopicPartition(topic, info.partition()), OffsetSpec.latest());
+        }
+        ObjectNode ends = answer.putObject("end_offsets");
+        for (Map.Entry<TopicPartition, ListOffsetsResult.ListOffsetsResultInfo> e
+                : admin.listOffsets(specs).all().get().entrySet()) {
+            ends.put(Integer.toString(e.getKey().partition()), e.getValue().offset());
+        }
+        return answer;
+    }
+
+    /** The group state's name: groupState() from kafka-clients 4.0, state() before. */
+    static String state(ConsumerGroupDescription d) throws Exception {
+        for (String name : new String[] {"groupState", "state"}) {
+            try {
+                return String.valueOf(d.getClass().getMethod(name).invoke(d));
+            } catch (NoSuchMethodException e) {
+                // try the older name
+            }
+        }
+        return "unknown";
     }
 }

@@ -24,6 +24,7 @@ final class Consume {
         p.put("auto.offset.reset", r.path("reset").asText("earliest"));
         p.put("max.poll.records", "2000");
         p.put("fetch.max.wait.ms", "200");
+        p.put("isolation.level", r.path("isolation").asText("read_uncommitted"));
         List<TopicPartition> tps = new ArrayList<>();
         for (Integer partition : Driver.ints(r.path("partitions"))) {
             tps.add(new TopicPartition(topic, partition));

@@ -79,6 +79,21 @@ public final class Driver {
                 return Consume.run(r);
             case "partitions_for":
                 return Produce.partitionsFor(r);
+            case "member_open":
+            case "member_take":
+            case "member_commit":
+            case "member_close":
+                return Group.run(op, r);
+            case "txn_open":
+            case "txn_begin":
+            case "txn_send":
+            case "txn_offsets":
+            case "txn_commit":
+            case "txn_abort":
+            case "txn_close":
+                return Txn.run(op, r);
+            case "describe_group":
+                return Admin.run(op, r);
             case "create_topic":
             case "describe_topic":
             case "topic_configs":
@@ -129,6 +144,10 @@ public final class Driver {
         }
         if (t instanceof org.apache.kafka.common.errors.UnsupportedVersionException) {
             return "unsupported";
+        }
+        if (t instanceof org.apache.kafka.common.errors.ProducerFencedException
+                || t instanceof org.apache.kafka.common.errors.InvalidProducerEpochException) {
+            return "fenced";
         }
         if (t instanceof org.apache.kafka.common.errors.TimeoutException) {
             return "timeout";

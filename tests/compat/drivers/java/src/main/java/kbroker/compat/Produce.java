@@ -31,6 +31,10 @@ final class Produce {
         if (!acks.equals("all") && !acks.equals("-1")) {
             p.put("enable.idempotence", "false");
         }
+        if (r.path("idempotent").asBoolean(false)) {
+            p.put("enable.idempotence", "true");
+            p.put("delivery.timeout.ms", "90000");
+        }
         return new KafkaProducer<>(p, new ByteArraySerializer(), new ByteArraySerializer());
     }
 
@@ -52,6 +56,10 @@ final class Produce {
                 futures.add(producer.send(new ProducerRecord<>(
                         topic, partition, timestamp, Driver.unb64(rec.get("key")), Driver.unb64(rec.get("value")),
                         headers)));
+                long pace = r.path("pace_ms").asLong(0);
+                if (pace > 0) {
+                    Thread.sleep(pace);
+                }
             }
             producer.flush();
             ObjectNode answer = Driver.JSON.createObjectNode();
