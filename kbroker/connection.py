@@ -42,8 +42,32 @@ log = structlog.get_logger("kbroker.connection")
 
 _ids = itertools.count(1)
 
+# (api key, version) -> whether the response header is v1 (flexible)
+_flexible_header: dict[tuple[int, int], bool] = {}
+
 # Stop reading from a client that has this many requests awaiting their turn.
 MAX_IN_FLIGHT = 256
+
+
+class _RequestLog:
+    """A request's logger, bound (connection fields + api, version, correlation id) only when first used:
+    most requests log nothing, and binding a structlog logger per request costs a dict copy and an object."""
+
+    __slots__ = ("_parent", "_header", "_bound")
+
+    def __init__(self, parent: Any, header: RequestHeader) -> None:
+        self._parent = parent
+        self._header = header
+        self._bound: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        bound = self._bound
+        if bound is None:
+            header = self._header
+            bound = self._bound = self._parent.bind(
+                api=api_name(header.api_key), api_version=header.api_version, correlation_id=header.correlation_id
+            )
+        return getattr(bound, name)
 
 
 class _Slot:
@@ -167,9 +191,7 @@ class Connection(asyncio.BufferedProtocol):
             client_id=header.client_id,
             connection_id=self.id,
             client_host=self.peer,
-            log=self.log.bind(
-                api=api_name(header.api_key), api_version=header.api_version, correlation_id=header.correlation_id
-            ),
+            log=_RequestLog(self.log, header),
         )
         slot = _Slot()
         self._order.append(slot)
@@ -182,7 +204,9 @@ class Connection(asyncio.BufferedProtocol):
             result = self._error_response(handler, ctx, exc)
             if result is None:
                 return
-        if inspect.isawaitable(result):  # a plain handler that has to wait after all (long poll, fsync)
+        if (
+            type(result) is not dict and result is not None and inspect.isawaitable(result)
+        ):  # a plain handler that has to wait after all (long poll, fsync)
             self._start_task(handler, ctx, result, slot)
             return
         self._complete(slot, handler, ctx, result)
@@ -224,7 +248,12 @@ class Connection(asyncio.BufferedProtocol):
     def _complete(self, slot: _Slot, handler: Handler, ctx: RequestContext, result: dict[str, Any] | None) -> None:
         if result is not None and not self.closing:
             version = ctx.api_version
-            flexible = response_header_is_flexible(handler.api_key, handler.response.is_flexible(version))
+            key = (handler.api_key, version)
+            flexible = _flexible_header.get(key)
+            if flexible is None:
+                flexible = _flexible_header[key] = response_header_is_flexible(
+                    handler.api_key, handler.response.is_flexible(version)
+                )
             writer = Writer()
             writer.write(encode_response_header(ctx.correlation_id, flexible))
             encode_into(writer, handler.response, version, result)
