@@ -18,6 +18,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import Any
 
+from protocol.codegen import FIXED_CHARS, PresentField, compile_plan
 from protocol.primitives import (
     FLOAT64,
     INT8,
@@ -67,7 +68,7 @@ def decode(message: Message, version: int, buf: Buffer, pos: int = 0, *, exact: 
 def decode_from(message: Message, version: int, buf: Buffer, pos: int = 0) -> tuple[dict[str, Any], int]:
     plan = struct_plan(message, version)
     try:
-        return plan.decode(buf, pos)
+        return plan.fast_decode(buf, pos)
     except DecodeError as exc:
         raise DecodeError(f"{message.name} v{version}: {exc}") from None
     except (struct.error, UnicodeDecodeError, IndexError) as exc:
@@ -83,7 +84,7 @@ def encode(message: Message, version: int, value: dict[str, Any]) -> bytes:
 def encode_into(writer: Writer, message: Message, version: int, value: dict[str, Any]) -> None:
     plan = struct_plan(message, version)
     try:
-        plan.encode(writer, value)
+        plan.fast_encode(writer, value)
     except (struct.error, TypeError, AttributeError, UnicodeEncodeError) as exc:
         raise EncodeError(f"{message.name} v{version}: {exc}") from exc
 
@@ -116,9 +117,13 @@ def _copy_default(default: Any) -> Any:
 
 
 class StructPlan:
-    """Encoder and decoder of one struct's fields at one version."""
+    """Encoder and decoder of one struct's fields at one version.
 
-    __slots__ = ("version", "flexible", "present", "absent", "tagged", "tagged_by_tag")
+    `decode` and `encode` walk the per-field codecs; `fast_decode` and `fast_encode` do the same
+    work as generated straight-line code (protocol/codegen.py) and are what the codec uses.
+    """
+
+    __slots__ = ("version", "flexible", "present", "absent", "tagged", "tagged_by_tag", "fast_decode", "fast_encode")
 
     def __init__(self, fields: tuple[Field, ...], version: int, flexible: bool) -> None:
         self.version = version
@@ -126,6 +131,7 @@ class StructPlan:
         self.present: list[tuple[str, Decoder, Encoder, Any, bool]] = []
         self.absent: list[tuple[str, Any]] = []
         self.tagged: list[tuple[int, str, Decoder, Encoder, Any]] = []
+        kinds: list[tuple[str | None, str, tuple[Decoder, Encoder] | None]] = []
         for field in fields:
             if version not in field.versions:
                 self.absent.append((field.name, field.default))
@@ -140,8 +146,25 @@ class StructPlan:
             else:
                 nullable = version in field.nullable
                 self.present.append((field.name, decoder, encoder, field.default, nullable))
+                kinds.append(_field_kind(field, version, flexible))
         self.tagged.sort(key=lambda t: t[0])
         self.tagged_by_tag = {t[0]: t for t in self.tagged}
+        self.fast_decode, self.fast_encode = compile_plan(
+            [
+                PresentField(name, decoder, encoder, default, nullable, fixed, kind, element)
+                for (name, decoder, encoder, default, nullable), (fixed, kind, element) in zip(
+                    self.present, kinds, strict=True
+                )
+            ],
+            self.absent,
+            [(name, default) for _tag, name, _d, _e, default in self.tagged],
+            flexible,
+            self._decode_tagged,
+            self._encode_tagged,
+            _copy_default,
+            EncodeError,
+            version,
+        )
 
     def defaults(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -224,37 +247,49 @@ def field_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder, En
         assert field.struct is not None
         return _struct_codec(field.struct, version, flexible, nullable)
     if field.is_array:
-        if field.element == "struct":
-            assert field.struct is not None
-            element = _struct_codec(field.struct, version, flexible, False)
-        else:
-            element = primitive_codec(field.element, flexible, False)
-        return _array_codec(element, flexible, nullable, field.name)
+        return _array_codec(_element_codec(field, version, flexible), flexible, nullable, field.name)
     return primitive_codec(field.type, flexible, nullable)
+
+
+def _element_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
+    if field.element == "struct":
+        assert field.struct is not None
+        return _struct_codec(field.struct, version, flexible, False)
+    return primitive_codec(field.element, flexible, False)
+
+
+def _field_kind(field: Field, version: int, flexible: bool) -> tuple[str | None, str, tuple[Decoder, Encoder] | None]:
+    """What the generated fast path needs to inline a field: (fixed format char, kind, element codecs)."""
+    if field.is_array:
+        return None, "array", _element_codec(field, version, flexible)
+    if field.type == "string":
+        return None, "string", None
+    return FIXED_CHARS.get(field.type), "other", None
 
 
 def _struct_codec(struct_: Struct, version: int, flexible: bool, nullable: bool) -> tuple[Decoder, Encoder]:
     plan = StructPlan(struct_.fields, version, flexible)
 
     if not nullable:
+        fast_encode = plan.fast_encode
 
         def enc(w: Writer, value: Any) -> None:
-            plan.encode(w, value if value is not None else {})
+            fast_encode(w, value if value is not None else {})
 
-        return plan.decode, enc
+        return plan.fast_decode, enc
 
     def dec_nullable(buf: Buffer, pos: int) -> tuple[Any, int]:
         marker = INT8.unpack_from(buf, pos)[0]
         if marker < 0:
             return None, pos + 1
-        return plan.decode(buf, pos + 1)
+        return plan.fast_decode(buf, pos + 1)
 
     def enc_nullable(w: Writer, value: Any) -> None:
         if value is None:
             w.write(b"\xff")
         else:
             w.write(b"\x01")
-            plan.encode(w, value)
+            plan.fast_encode(w, value)
 
     return dec_nullable, enc_nullable
 
