@@ -36,6 +36,18 @@ type Request struct {
 	Partition   int32             `json:"partition"`
 	Spec        json.RawMessage   `json:"spec"`
 	Before      int64             `json:"before"`
+	// Groups and transactions.
+	ID                  string           `json:"id"`
+	Group               string           `json:"group"`
+	SessionTimeoutMs    int64            `json:"session_timeout_ms"`
+	HeartbeatIntervalMs int64            `json:"heartbeat_interval_ms"`
+	Assignor            string           `json:"assignor"`
+	InstanceID          *string          `json:"instance_id"`
+	Isolation           string           `json:"isolation"`
+	Offsets             map[string]int64 `json:"offsets"`
+	TransactionalID     string           `json:"transactional_id"`
+	Idempotent          bool             `json:"idempotent"`
+	PaceMs              int64            `json:"pace_ms"`
 }
 
 // Rec is a record in the drivers' JSON form: base64 bytes, null for absent.
@@ -111,6 +123,20 @@ func handle(req Request) (out answer) {
 		out, err = consume(req)
 	case "partitions_for":
 		out, err = partitionsFor(req)
+	case "member_open":
+		out, err = memberOpen(req)
+	case "member_take":
+		out, err = memberTake(req)
+	case "member_commit":
+		out, err = memberCommit(req)
+	case "member_close":
+		out, err = memberClose(req)
+	case "describe_group":
+		out, err = describeGroup(req)
+	case "txn_open":
+		out, err = txnOpen(req)
+	case "txn_begin", "txn_send", "txn_offsets", "txn_commit", "txn_abort", "txn_close":
+		out, err = txnOp(req)
 	default:
 		out, err = adminOp(req)
 	}
@@ -135,6 +161,8 @@ func kind(err error) string {
 		return "topic_exists"
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
 		return "unknown_topic"
+	case errors.Is(err, kerr.ProducerFenced), errors.Is(err, kerr.InvalidProducerEpoch):
+		return "fenced"
 	case errors.Is(err, kerr.UnsupportedVersion):
 		return "unsupported"
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -32,6 +33,9 @@ func producerOpts(req Request) ([]kgo.Opt, error) {
 	c, err := codec(req.Compression)
 	if err != nil {
 		return nil, err
+	}
+	if req.Idempotent && req.Acks != "" && req.Acks != "all" && req.Acks != "-1" {
+		return nil, fmt.Errorf("an idempotent producer needs acks=all")
 	}
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(req.Bootstrap),
@@ -109,10 +113,30 @@ func produce(req Request) (answer, error) {
 		}
 		records = append(records, rec)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	results := cl.ProduceSync(ctx, records...)
-	if err := results.FirstErr(); err != nil {
+	if req.PaceMs > 0 {
+		// A long run: one record at a time, a pause after each, all acks awaited at the end.
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var failure error
+		for _, rec := range records {
+			wg.Add(1)
+			cl.Produce(ctx, rec, func(_ *kgo.Record, err error) {
+				defer wg.Done()
+				mu.Lock()
+				if err != nil && failure == nil {
+					failure = err
+				}
+				mu.Unlock()
+			})
+			time.Sleep(time.Duration(req.PaceMs) * time.Millisecond)
+		}
+		wg.Wait()
+		if failure != nil {
+			return nil, failure
+		}
+	} else if err := cl.ProduceSync(ctx, records...).FirstErr(); err != nil {
 		return nil, err
 	}
 	// ProduceSync answers in completion order; report in the order the records were given.
@@ -187,6 +211,7 @@ func consume(req Request) (answer, error) {
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{req.Topic: starts}),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxWait(200*time.Millisecond),
+		isolation(req.Isolation),
 	)
 	if err != nil {
 		return nil, err
@@ -261,4 +286,11 @@ func partitionsFor(req Request) (answer, error) {
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
+}
+
+func isolation(level string) kgo.Opt {
+	if level == "read_committed" {
+		return kgo.FetchIsolationLevel(kgo.ReadCommitted())
+	}
+	return kgo.FetchIsolationLevel(kgo.ReadUncommitted())
 }
