@@ -29,7 +29,11 @@ from tests.compat.members import (
 )
 
 T = TypeVar("T")
-ASSIGNORS: dict[str, Any] = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+ASSIGNORS: dict[str, Any] = {
+    "": RangePartitionAssignor,
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+}
 
 
 def _fail(exc: BaseException) -> ClientError:

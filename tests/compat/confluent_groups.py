@@ -41,7 +41,7 @@ class ConfluentMember(ThreadMember):
             "auto.offset.reset": c.reset,
             "session.timeout.ms": c.session_timeout_ms,
             "heartbeat.interval.ms": c.heartbeat_interval_ms,
-            "partition.assignment.strategy": c.assignor,
+            "partition.assignment.strategy": c.assignor or "range,roundrobin",
             "isolation.level": c.isolation,
             "fetch.wait.max.ms": 200,
             "topic.metadata.refresh.interval.ms": 2000,

@@ -27,6 +27,7 @@ from tests.compat.members import (
 )
 
 ASSIGNORS: dict[str, Any] = {
+    "": RangePartitionAssignor,
     "range": RangePartitionAssignor,
     "roundrobin": RoundRobinPartitionAssignor,
     "cooperative-sticky": CooperativeStickyAssignor,

@@ -27,7 +27,7 @@ class MemberConfig:
     topic: str
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 500
-    assignor: str = "range"  # "range", "roundrobin" or "cooperative-sticky"
+    assignor: str = ""  # "" (range, or round robin for kafkajs which has no other), "roundrobin", "cooperative-sticky"
     instance_id: str | None = None
     isolation: str = "read_uncommitted"
     reset: str = "earliest"

@@ -20,6 +20,8 @@ KAFKAJS_MISSING = {
     "consume.reset_none": "kafkajs has no auto.offset.reset=none",
     "partitions_for": "kafkajs has no metadata call that may auto-create a topic (only a produce does)",
     "list_offsets.no_match": "kafkajs replaces ListOffsets' -1 (no record late enough) by the high watermark",
+    "group.cooperative": "kafkajs ships only the round-robin assignor (eager)",
+    "group.static": "kafkajs has no group.instance.id (static membership)",
 }
 
 

@@ -8,6 +8,7 @@
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1'
 const readline = require('readline')
 const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = require('kafkajs')
+const groups = require('./groups')
 
 const CODECS = { none: CompressionTypes.None, gzip: CompressionTypes.GZIP }
 const ACKS = { all: -1, '-1': -1, 1: 1, 0: 0 }
@@ -35,7 +36,32 @@ async function withAdmin (req, action) {
   }
 }
 
+// An idempotent run, one record at a time (kafkajs's idempotent producer allows one request in flight),
+// sleeping pace_ms after each; retries long enough to outlast a broker restart.
+async function produceIdempotent (req) {
+  const client = new Kafka({
+    clientId: 'compat-kafkajs',
+    brokers: [req.bootstrap],
+    logLevel: logLevel.NOTHING,
+    retry: { retries: 40, initialRetryTime: 100, maxRetryTime: 1000 }
+  })
+  const producer = client.producer({ allowAutoTopicCreation: true, idempotent: true, maxInFlightRequests: 1 })
+  await producer.connect()
+  try {
+    const offsets = []
+    for (const message of groups.messagesOf(req.records, unb64)) {
+      const [sent] = await producer.send({ topic: req.topic, messages: [message], acks: -1 })
+      offsets.push([sent.partition, parseInt(sent.baseOffset, 10)])
+      if (req.pace_ms) await sleep(req.pace_ms)
+    }
+    return { offsets }
+  } finally {
+    await producer.disconnect()
+  }
+}
+
 async function produce (req) {
+  if (req.idempotent) return produceIdempotent(req)
   if (!(req.compression in CODECS)) throw new Error(`kafkajs has no built-in codec ${req.compression}`)
   const producer = kafka(req).producer({ allowAutoTopicCreation: true, idempotent: false })
   await producer.connect()
@@ -78,7 +104,8 @@ async function consume (req) {
   const consumer = kafka(req).consumer({
     groupId: `compat-kafkajs-${process.pid}-${Date.now()}-${Math.random()}`,
     maxWaitTimeInMs: 200,
-    allowAutoTopicCreation: false
+    allowAutoTopicCreation: false,
+    readUncommitted: req.isolation !== 'read_committed'
   })
   const records = []
   const wanted = new Set(req.partitions)
@@ -186,6 +213,7 @@ function kind (error) {
   if (type === 'OFFSET_OUT_OF_RANGE') return 'offset_out_of_range'
   if (type === 'TOPIC_ALREADY_EXISTS') return 'topic_exists'
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'unknown_topic'
+  if (type === 'PRODUCER_FENCED' || type === 'INVALID_PRODUCER_EPOCH') return 'fenced'
   if (error && error.name === 'KafkaJSServerDoesNotSupportApiKey') return 'unsupported'
   return 'other'
 }
@@ -196,6 +224,13 @@ async function handle (req) {
     if (req.op === 'produce') answer = await produce(req)
     else if (req.op === 'consume') answer = await consume(req)
     else if (req.op in ADMIN) answer = await ADMIN[req.op](req)
+    else if (req.op === 'member_open') answer = await groups.memberOpen(kafka(req), req)
+    else if (req.op === 'member_take') answer = await groups.memberTake(req)
+    else if (req.op === 'member_commit') answer = await groups.memberCommit(req)
+    else if (req.op === 'member_close') answer = await groups.memberClose(req)
+    else if (req.op === 'describe_group') answer = await groups.describeGroup(kafka(req), req)
+    else if (req.op === 'txn_open') answer = await groups.txnOpen(kafka(req), req)
+    else if (req.op.startsWith('txn_')) answer = await groups.txnOp(req, unb64)
     else throw new Error(`unknown op ${req.op}`)
     return { ...answer, ok: true }
   } catch (error) {

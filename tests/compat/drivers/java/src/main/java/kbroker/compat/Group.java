@@ -31,6 +31,8 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 final class Group {
     static final Map<String, Member> MEMBERS = new ConcurrentHashMap<>();
     static final Map<String, String> ASSIGNORS = Map.of(
+            "", "org.apache.kafka.clients.consumer.RangeAssignor,"
+                    + "org.apache.kafka.clients.consumer.CooperativeStickyAssignor",
             "range", "org.apache.kafka.clients.consumer.RangeAssignor",
             "roundrobin", "org.apache.kafka.clients.consumer.RoundRobinAssignor",
             "cooperative-sticky", "org.apache.kafka.clients.consumer.CooperativeStickyAssignor");
@@ -110,7 +112,7 @@ final class Group {
             props.put("auto.offset.reset", r.path("reset").asText("earliest"));
             props.put("session.timeout.ms", r.path("session_timeout_ms").asText());
             props.put("heartbeat.interval.ms", r.path("heartbeat_interval_ms").asText());
-            props.put("partition.assignment.strategy", ASSIGNORS.get(r.path("assignor").asText("range")));
+            props.put("partition.assignment.strategy", ASSIGNORS.get(r.path("assignor").asText("")));
             props.put("isolation.level", r.path("isolation").asText("read_uncommitted"));
             props.put("fetch.max.wait.ms", "200");
             props.put("metadata.max.age.ms", "2000");
