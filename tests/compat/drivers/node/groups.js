@@ -119,7 +119,10 @@ async function txnOpen (kafka, req) {
     idempotent: true,
     maxInFlightRequests: 1
   })
-  await producer.connect() // InitProducerId
+  await producer.connect() // an idempotent InitProducerId, without the transactional id
+  // kafkajs asks for the transactional producer id only when its first transaction begins; begin one and end it
+  // at once (no partitions: no EndTxn) so that opening fences an older producer, as initTransactions does.
+  await (await producer.transaction()).abort()
   producers.set(req.id, { producer, transaction: null })
   return {}
 }
