@@ -23,7 +23,7 @@ from tests.compat.test_group_offsets import consume_commit_restart
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KBROKER_BOOTSTRAP")), reason="kbroker only: needs a broker the suite can kill -9 and restart"
 )
-RUN = 1500
+RUN = 1000
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +56,17 @@ def test_idempotent_run_survives_kill9(compat: Compat, crash_broker: OwnBroker) 
 
     producer = threading.Thread(target=run, daemon=True)
     producer.start()
-    time.sleep(1.5)
+    time.sleep(1.0)
     assert producer.is_alive(), f"the run ended before the kill: {outcome}"
     crash_broker.restart_after_kill9()
     producer.join(240)
     assert not producer.is_alive(), "the run did not finish within 240 s of the restart"
     assert "error" not in outcome, outcome.get("error")
-    consumed = c.setup_consume(topic, RUN + 10, [0, 1], isolation="read_uncommitted", timeout_s=15)
+    from tests.compat.kafka_python_client import KafkaPythonClient
+
+    ends = [KafkaPythonClient().list_offset(c.bootstrap, topic, p, "latest") for p in (0, 1)]
+    assert sum(ends) == RUN, f"end offsets {ends} for {RUN} records"
+    consumed = c.setup_consume(topic, RUN, [0, 1], isolation="read_uncommitted", timeout_s=30)
     assert sorted(r.value or b"" for r in consumed) == sorted(r.value or b"" for r in records), "lost or duplicated"
     for part in by_partition(consumed).values():
         assert_dense(part)
