@@ -87,7 +87,7 @@ def mark_all(members: Iterable[Watched]) -> None:
         m.mark = len(m.records)
 
 
-def collect(members: Sequence[Watched], count: int, timeout_s: float = 60, grace_s: float = 1.0) -> list[Consumed]:
+def collect(members: Sequence[Watched], count: int, timeout_s: float = 60, grace_s: float = 0.5) -> list[Consumed]:
     """The records received since the members' marks, once ``count`` arrived (and ``grace_s`` more for extras)."""
 
     def total() -> int:

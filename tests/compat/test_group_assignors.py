@@ -67,7 +67,7 @@ def test_static_membership(compat: Compat) -> None:
         wait_balanced(members, PARTITIONS)
         held = [set(m.assignment) for m in members]
         members[0].member.close()
-        time.sleep(3)  # a dynamic member's LeaveGroup would have moved everything to the other by now
+        time.sleep(2)  # a dynamic member's LeaveGroup would have moved everything to the other by now
         members[1].refresh()
         assert members[1].assignment == held[1], "the static member's close started a rebalance"
         (back,) = open_members(compat, config, 1, instance_ids=[ids[0]])

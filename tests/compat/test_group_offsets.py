@@ -7,10 +7,8 @@ import pytest
 from tests.compat.clients import Record
 from tests.compat.group_support import (
     assert_exactly_once,
-    close_all,
     collect,
     keyed,
-    mark_all,
     open_members,
     unique,
 )
@@ -80,19 +78,3 @@ def test_describe_group_and_lag(compat: Compat) -> None:
     assert gone.state.replace("_", "").lower() == "empty", gone
     assert gone.members == []
     assert gone.lag() == {0: 0, 1: 6, 2: 1}
-
-
-def test_collect_sees_only_new_records(compat: Compat) -> None:
-    """The scenarios' helper: records produced before the mark are not counted as new."""
-    compat.need(ops=("group",))
-    topic = compat.setup_topic("group-mark", 1)
-    compat.setup_produce(topic, keyed("old", 5, 1))
-    (member,) = open_members(compat, MemberConfig(unique("group", compat), topic, compat.session_timeout_ms), 1)
-    try:
-        collect([member], 5)
-        mark_all([member])
-        new = keyed("new", 3, 1)
-        compat.setup_produce(topic, new)
-        assert_exactly_once(collect([member], 3), new)
-    finally:
-        close_all([member])

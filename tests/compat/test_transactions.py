@@ -82,7 +82,7 @@ def test_second_producer_fences_the_first(compat: Compat) -> None:
 def test_open_transaction_aborted_after_its_timeout(compat: Compat) -> None:
     compat.need(ops=("txn",))
     topic = compat.setup_topic("txn-timeout")
-    producer = compat.client.txn_producer(compat.bootstrap, unique("txn", compat), timeout_ms=3000)
+    producer = compat.client.txn_producer(compat.bootstrap, unique("txn", compat), timeout_ms=2000)
     try:
         producer.begin()
         producer.send(topic, [Record(b"k", b"left-open", partition=0)])
