@@ -25,6 +25,8 @@ from workloads import ALIASES, WARMUP, WORKLOADS, Figure, build_loadgen, run_wor
 
 BROKER_CPUS = "0"
 LOADGEN_CPUS = "1"
+EXTRA_STARTS = 2  # S1: starts per round besides the one the workloads use
+SETTLE_SECONDS = 2.0  # pause before each start: the previous broker's data deletion settles
 DOC = REPO / "docs" / "performance.md"
 BEGIN = "<!-- bench:results:begin -->"
 END = "<!-- bench:results:end -->"
@@ -42,7 +44,13 @@ def note(message: str) -> None:
 
 
 def one_broker(
-    broker: Broker, selected: list[str], extras: list[str], scale: float, samples: Samples, figures: dict[str, Figure]
+    broker: Broker,
+    selected: list[str],
+    extras: list[str],
+    scale: float,
+    samples: Samples,
+    figures: dict[str, Figure],
+    cpu: Samples,
 ) -> None:
     """Start broker (fresh dir), take S1/S2, run the selected workloads, then S3 for kbroker."""
     try:
@@ -61,12 +69,28 @@ def one_broker(
             for figure in workload.figures:
                 figures[figure.name] = figure
                 samples[figure.name][broker.name].append(float(result[figure.key]))
+                seconds = float(result[f"{figure.phase}_seconds"])
+                for side in ("broker", "loadgen"):
+                    used = float(result[f"{figure.phase}_{side}_cpu_s"])
+                    cpu[figure.name][f"{broker.name} {side}"].append(100 * used / seconds if seconds > 0 else 0.0)
                 shown.append(f"{figure.name} {result[figure.key]:,.2f} {figure.unit}")
             note(f"{broker.name}: {name} verified ({int(result['records']):,} records): " + ", ".join(shown))
         if isinstance(broker, KBroker) and "S3" in extras:
             recovery(broker, samples)
     finally:
         broker.cleanup()
+
+
+def extra_starts(kind: type[Broker], samples: Samples) -> None:
+    """More S1 samples: start and stop a broker on an empty data dir (the round's own start is one more)."""
+    for _ in range(EXTRA_STARTS):
+        time.sleep(SETTLE_SECONDS)
+        broker = kind(BROKER_CPUS)
+        try:
+            broker.start()
+            samples["S1"][broker.name].append(broker.startup_ms)
+        finally:
+            broker.cleanup()
 
 
 def recovery(broker: KBroker, samples: Samples) -> None:
@@ -111,6 +135,28 @@ def summarise(samples: Samples, figures: dict[str, Figure]) -> list[list[str]]:
     return rows
 
 
+def cpu_table(cpu: Samples, figures: dict[str, Figure]) -> str:
+    """CPU use during each measured phase (median % of one core): who is the limit."""
+    columns = ["kafka broker", "kafka loadgen", "kbroker broker", "kbroker loadgen"]
+    lines = [
+        "CPU use while each figure was measured (median, % of one core; the broker has core 0, the load"
+        " generator core 1; other processes on this shared machine take the rest):",
+        "",
+        "| figure | Kafka broker | load generator (vs Kafka) | kbroker | load generator (vs kbroker) |",
+        "|---|---|---|---|---|",
+    ]
+    shown = set()
+    for name in figures:
+        workload = name.split()[0]  # "W5 p50" and "W5 p99" come from one phase: one row
+        if name not in cpu or workload in shown:
+            continue
+        shown.add(workload)
+        cells = [f"{statistics.median(cpu[name][c]):.0f}%" if cpu[name].get(c) else "-" for c in columns]
+        label = figures[name].label if workload == name else f"{workload} (its measured phase)"
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def fmt(value: float) -> str:
     if value >= 100:
         return f"{value:,.0f}"
@@ -135,7 +181,9 @@ def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float)
         " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
         " checked (sequence, offset, size). Before the measured workloads each broker gets an untimed warm-up"
         " (256 Ki records of 1 KiB with acks=all, then 3 s of unbatched produce) so the JVM has compiled its"
-        " hot paths. Machine load average at the end: " + load_average() + ".",
+        " hot paths. S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one."
+        " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
+        " Machine load average at the end: " + load_average() + ".",
         "",
         "Workloads as run:",
         "",
@@ -184,20 +232,30 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     selected, extras = parse_selection(args.workloads)
     build_loadgen()
+    prime = KBroker(BROKER_CPUS)  # one untimed start fills kbroker's bytecode cache
+    try:
+        prime.start()
+    finally:
+        prime.cleanup()
     started = time.monotonic()
     samples: Samples = defaultdict(lambda: defaultdict(list))
+    cpu: Samples = defaultdict(lambda: defaultdict(list))  # figure -> "kafka broker" etc. -> % of one core
     figures: dict[str, Figure] = {}
     kinds = {"kafka": Kafka, "kbroker": KBroker}
     for round_no in range(1, args.rounds + 1):
         for name in args.brokers.split(","):
             note(f"round {round_no}/{args.rounds}: {name}")
-            one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures)
+            if "S1" in extras:
+                extra_starts(kinds[name], samples)
+            time.sleep(SETTLE_SECONDS)
+            one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures, cpu)
     ordered = {f.name: f for f in (S1, S2)}
     ordered.update(figures)
     if "S3" in extras:
         ordered.update({S3.name: S3, S3_RESTART.name: S3_RESTART})
     ordered = {k: v for k, v in ordered.items() if k in samples}
     text = settings_text(args, selected, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    text += "\n\n" + cpu_table(cpu, figures)
     print()
     print(text)
     if not args.no_docs:

@@ -23,6 +23,7 @@ class Figure:
     unit: str
     higher_is_better: bool = True
     target: str = ""
+    phase: str = "produce"  # which loadgen phase the figure measures: "produce" or "consume"
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,14 @@ W1 = Workload(
     ("-mode", "batch", "-records", "1048576", "-size", "1024", "-acks", "1", "-linger", "5ms"),
     (
         Figure("W1", "W1 produce 1 KiB, acks=1", "produce_mb_per_s", "MB/s", target=">= 1.0x"),
-        Figure("W4", "W4 consume from earliest (W1's topic, warm cache)", "consume_mb_per_s", "MB/s", target=">= 1.0x"),
+        Figure(
+            "W4",
+            "W4 consume from earliest (W1's topic, warm cache)",
+            "consume_mb_per_s",
+            "MB/s",
+            target=">= 1.0x",
+            phase="consume",
+        ),
     ),
 )
 W2 = Workload(
@@ -112,7 +120,9 @@ def run_workload(workload: Workload, broker: Broker, cpus: str, scale: float, to
 
     Raises RuntimeError, with the loadgen's message, if any record was lost, duplicated or reordered.
     """
+    assert broker.process is not None
     command = ["taskset", "-c", cpus, str(LOADGEN), "-bootstrap", broker.bootstrap, "-topic", topic]
+    command += ["-broker-pid", str(broker.process.pid)]
     command += scaled_args(workload, scale)
     if workload.fsync_topic:
         command += ["-topic-configs", broker.fsync_topic_configs()]

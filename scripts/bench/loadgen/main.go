@@ -2,6 +2,7 @@
 // then reads the topic back and checks every record (fails with exit status 1 otherwise).
 //
 //	loadgen -mode batch   -bootstrap HOST:PORT -topic T -records N -size 1024 -acks 1 -linger 5ms
+//	loadgen -mode consume -bootstrap HOST:PORT -topic T -records N -size 1024   (read back a batch run)
 //	loadgen -mode single  -bootstrap HOST:PORT -topic T -duration 10s        (one record per request)
 //	loadgen -mode latency -bootstrap HOST:PORT -topic T -rate 2000 -duration 10s -acks all  (+1 s untimed)
 //
@@ -26,6 +27,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 )
 
+// phaseStart: CPU times when the timed produce phase began.
+var phaseStart cpuTimes
+
 type options struct {
 	mode       string
 	bootstrap  string
@@ -41,6 +45,7 @@ type options struct {
 	clients    int
 	configs    string
 	verify     bool
+	brokerPid  int
 }
 
 type result struct {
@@ -57,12 +62,17 @@ type result struct {
 	LatencyP50Ms   float64 `json:"latency_p50_ms,omitempty"`
 	LatencyP99Ms   float64 `json:"latency_p99_ms,omitempty"`
 	LatencyMaxMs   float64 `json:"latency_max_ms,omitempty"`
-	Verified       bool    `json:"verified"`
+	// CPU seconds used during the produce and the read-back phase, by the broker (-broker-pid) and by loadgen
+	ProduceBrokerCPU  float64 `json:"produce_broker_cpu_s"`
+	ProduceLoadgenCPU float64 `json:"produce_loadgen_cpu_s"`
+	ConsumeBrokerCPU  float64 `json:"consume_broker_cpu_s"`
+	ConsumeLoadgenCPU float64 `json:"consume_loadgen_cpu_s"`
+	Verified          bool    `json:"verified"`
 }
 
 func main() {
 	o := options{}
-	flag.StringVar(&o.mode, "mode", "batch", "batch, single or latency")
+	flag.StringVar(&o.mode, "mode", "batch", "batch, single, latency or consume")
 	flag.StringVar(&o.bootstrap, "bootstrap", "127.0.0.1:9092", "broker address")
 	flag.StringVar(&o.topic, "topic", "bench", "topic to create and use")
 	flag.IntVar(&o.partitions, "partitions", 6, "partitions of the topic")
@@ -76,18 +86,22 @@ func main() {
 	flag.IntVar(&o.clients, "clients", 6, "producers, one connection each (single)")
 	flag.StringVar(&o.configs, "topic-configs", "", "k=v,k=v topic configs at creation")
 	flag.BoolVar(&o.verify, "verify", true, "read the topic back and check every record")
+	flag.IntVar(&o.brokerPid, "broker-pid", 0, "broker process whose CPU time to report (0: none)")
 	flag.Parse()
 	if o.size < 16 {
 		die(fmt.Errorf("-size must be at least 16"))
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	if err := createTopic(ctx, o); err != nil {
-		die(err)
+	if o.mode != "consume" {
+		if err := createTopic(ctx, o); err != nil {
+			die(err)
+		}
 	}
 	var res result
 	var counts []int64
 	var err error
+	phaseStart = takeCPU(o.brokerPid) // runBatch moves it past its buffer filling
 	switch o.mode {
 	case "batch":
 		res, counts, err = runBatch(ctx, o)
@@ -95,17 +109,27 @@ func main() {
 		res, counts, err = runSingle(ctx, o)
 	case "latency":
 		res, counts, err = runLatency(ctx, o)
+	case "consume": // only read back (and check) what an earlier batch run with the same -records wrote
+		counts = batchCounts(o)
+		n := int64(o.records)
+		res = result{Mode: "consume", Records: n, Bytes: n * int64(o.size)}
+		o.verify = true
 	default:
 		err = fmt.Errorf("unknown mode %q", o.mode)
 	}
 	if err != nil {
 		die(err)
 	}
+	cpu0 := phaseStart
+	cpu1 := takeCPU(o.brokerPid)
+	res.ProduceBrokerCPU, res.ProduceLoadgenCPU = cpu1.broker-cpu0.broker, cpu1.self-cpu0.self
 	if o.verify && o.mode != "latency" {
 		seconds, err := verifyTopic(ctx, o, counts, nil)
 		if err != nil {
 			die(err)
 		}
+		cpu2 := takeCPU(o.brokerPid)
+		res.ConsumeBrokerCPU, res.ConsumeLoadgenCPU = cpu2.broker-cpu1.broker, cpu2.self-cpu1.self
 		res.ConsumeSeconds = seconds
 		res.ConsumeMBps = float64(res.Bytes) / seconds / 1e6
 		res.Verified = true
@@ -184,6 +208,7 @@ func runBatch(ctx context.Context, o options) (result, []int64, error) {
 			}
 		}
 	}
+	phaseStart = takeCPU(o.brokerPid)
 	start := time.Now()
 	for seq := 0; seq < o.records; seq++ {
 		v := value(slab[seq*o.size:(seq+1)*o.size:(seq+1)*o.size], int64(seq), 0)
@@ -198,15 +223,21 @@ func runBatch(ctx context.Context, o options) (result, []int64, error) {
 		return result{}, nil, fmt.Errorf("produce: %w", err)
 	default:
 	}
-	counts := make([]int64, o.partitions)
-	for seq := 0; seq < o.records; seq++ {
-		counts[seq%o.partitions]++
-	}
+	counts := batchCounts(o)
 	n := int64(o.records)
 	return result{
 		Mode: "batch", Records: n, Bytes: n * int64(o.size), ProduceSeconds: elapsed,
 		ProduceMBps: float64(n*int64(o.size)) / elapsed / 1e6, ProduceMsgsps: float64(n) / elapsed,
 	}, counts, nil
+}
+
+// batchCounts: records per partition after a batch run of o.records records.
+func batchCounts(o options) []int64 {
+	counts := make([]int64, o.partitions)
+	for seq := 0; seq < o.records; seq++ {
+		counts[seq%o.partitions]++
+	}
+	return counts
 }
 
 // runSingle: o.clients producers, one per partition, each with one single-record request in flight.
