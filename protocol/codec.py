@@ -131,12 +131,12 @@ class StructPlan:
         self.present: list[tuple[str, Decoder, Encoder, Any, bool]] = []
         self.absent: list[tuple[str, Any]] = []
         self.tagged: list[tuple[int, str, Decoder, Encoder, Any]] = []
-        kinds: list[tuple[str | None, str, tuple[Decoder, Encoder] | None]] = []
+        kinds: list[FieldKind] = []
         for field in fields:
             if version not in field.versions:
                 self.absent.append((field.name, field.default))
                 continue
-            decoder, encoder = field_codec(field, version, flexible)
+            decoder, encoder, kind = _field_codecs(field, version, flexible)
             if field.tagged:
                 if not flexible:
                     self.absent.append((field.name, field.default))
@@ -146,7 +146,7 @@ class StructPlan:
             else:
                 nullable = version in field.nullable
                 self.present.append((field.name, decoder, encoder, field.default, nullable))
-                kinds.append(_field_kind(field, version, flexible))
+                kinds.append(kind)
         self.tagged.sort(key=lambda t: t[0])
         self.tagged_by_tag = {t[0]: t for t in self.tagged}
         self.fast_decode, self.fast_encode = compile_plan(
@@ -242,13 +242,25 @@ class StructPlan:
 
 
 def field_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
+    decoder, encoder, _kind = _field_codecs(field, version, flexible)
+    return decoder, encoder
+
+
+FieldKind = tuple[str | None, str, tuple[Decoder, Encoder] | None]
+
+
+def _field_codecs(field: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder, FieldKind]:
+    """The field's decoder and encoder, and what the generated fast path needs to inline it:
+    (fixed format char, kind, element codecs). An array's element plan is built once, for both."""
     nullable = version in field.nullable
     if field.type == "struct":
         assert field.struct is not None
-        return _struct_codec(field.struct, version, flexible, nullable)
+        return (*_struct_codec(field.struct, version, flexible, nullable), (None, "other", None))
     if field.is_array:
-        return _array_codec(_element_codec(field, version, flexible), flexible, nullable, field.name)
-    return primitive_codec(field.type, flexible, nullable)
+        element = _element_codec(field, version, flexible)
+        return (*_array_codec(element, flexible, nullable, field.name), (None, "array", element))
+    kind: FieldKind = (None, "string", None) if field.type == "string" else (FIXED_CHARS.get(field.type), "other", None)
+    return (*primitive_codec(field.type, flexible, nullable), kind)
 
 
 def _element_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
@@ -256,15 +268,6 @@ def _element_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder,
         assert field.struct is not None
         return _struct_codec(field.struct, version, flexible, False)
     return primitive_codec(field.element, flexible, False)
-
-
-def _field_kind(field: Field, version: int, flexible: bool) -> tuple[str | None, str, tuple[Decoder, Encoder] | None]:
-    """What the generated fast path needs to inline a field: (fixed format char, kind, element codecs)."""
-    if field.is_array:
-        return None, "array", _element_codec(field, version, flexible)
-    if field.type == "string":
-        return None, "string", None
-    return FIXED_CHARS.get(field.type), "other", None
 
 
 def _struct_codec(struct_: Struct, version: int, flexible: bool, nullable: bool) -> tuple[Decoder, Encoder]:

@@ -55,6 +55,9 @@ class PresentField:
         self.element = element
 
 
+_compiled: dict[str, Any] = {}  # generated source -> code object
+
+
 def _groups(fields: list[PresentField]) -> list[list[PresentField]]:
     """Consecutive fixed-width fields together; every other field alone."""
     groups: list[list[PresentField]] = []
@@ -138,7 +141,11 @@ def compile_plan(
         enc.append("    _encode_tagged(w, value)" if tagged_defaults else "    write(b'\\x00')")
     dec.append("    return out, pos")
     env["_version"] = version
-    exec(compile("\n".join(dec) + "\n\n" + "\n".join(enc) + "\n", "<protocol.codegen>", "exec"), env)  # noqa: S102
+    source = "\n".join(dec) + "\n\n" + "\n".join(enc) + "\n"
+    code = _compiled.get(source)
+    if code is None:  # many structs and versions generate the same text (their constants differ, in env)
+        code = _compiled[source] = compile(source, "<protocol.codegen>", "exec")
+    exec(code, env)  # noqa: S102
     return env["decode"], env["encode"]
 
 
