@@ -269,7 +269,20 @@ def test_partition_that_failed_to_load_answers_storage_error(start_broker: Calla
 def test_internal_topics_are_refused(start_broker: Callable[..., BrokerProcess]) -> None:
     broker = start_broker()  # its own broker: the session one keeps a clean __consumer_offsets
     with RawClient(broker.bootstrap) as client:
-        create_topic(client, "__consumer_offsets")
+        # __consumer_offsets is created by the group coordinator on the first commit, never by Metadata
+        topic = unique_topic()
+        create_topic(client, topic)
+        commit = {
+            "group_id": "g",
+            "generation_id_or_member_epoch": -1,
+            "member_id": "",
+            "retention_time_ms": -1,
+            "topics": [{"name": topic, "partitions": [{"partition_index": 0, "committed_offset": 5}]}],
+        }
+        committed = client.call(ApiKey.OFFSET_COMMIT, 2, commit)
+        assert committed["topics"][0]["partitions"][0]["error_code"] == 0
+        before = {p: list_offset(client, "__consumer_offsets", -1, partition=p)["offset"] for p in range(50)}
         answer = produce(client, "__consumer_offsets", batch_of(1))
         assert (answer["error_code"], answer["base_offset"]) == (ErrorCode.INVALID_TOPIC_EXCEPTION, -1)
-        assert list_offset(client, "__consumer_offsets", -1)["offset"] == 0
+        after = {p: list_offset(client, "__consumer_offsets", -1, partition=p)["offset"] for p in range(50)}
+        assert before == after
