@@ -76,7 +76,10 @@ class Compat:
         topic = self.topic(scenario)
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-setup")
         try:
-            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})])
+            # Apache Kafka answers CreateTopics before its metadata cache has the topic; a group leader that assigns
+            # before then gives the topic to nobody, and kafka-python's next round (when the metadata arrives) lost
+            # a member on Kafka 4.3. Wait for a leader on every partition.
+            admin.create_topics([NewTopic(topic, partitions, 1, topic_configs=configs or {})], wait_for_metadata=True)
         finally:
             admin.close()
         return topic
