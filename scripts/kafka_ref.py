@@ -188,7 +188,7 @@ class KafkaRef:
         config.write_text(self._properties(log_dir))
         cluster_id = _cluster_id()
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)),
+            self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)),
             check=True,
             stdout=subprocess.DEVNULL,
         )
