@@ -110,11 +110,6 @@ def assert_exactly_once(records: Sequence[Consumed], expected: Sequence[Record])
     assert got == want, f"missing {list((want - got).elements())[:10]}, extra {list((got - want).elements())[:10]}"
 
 
-def assert_own_partitions(member: Watched, records: Sequence[Consumed]) -> None:
-    mine = {r.partition for r in records if r in member.since_mark()}
-    assert mine <= member.assignment, f"{member.name} consumed from {mine}, holds {member.assignment}"
-
-
 def keyed(prefix: str, count: int, partitions: int) -> list[Record]:
     """``count`` records spread round-robin over ``partitions``, values ``prefix-i``."""
     return [Record(f"k{i}".encode(), f"{prefix}-{i}".encode(), partition=i % partitions) for i in range(count)]

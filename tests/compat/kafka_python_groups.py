@@ -58,6 +58,9 @@ class KafkaPythonMember(ThreadMember):
             fetch_max_wait_ms=200,
             metadata_max_age_ms=2000,
         )
+        # Load the topic's metadata before joining: a kafka-python leader elected before its metadata has the
+        # topic assigns it to nobody and rebalances again when it arrives (on Kafka 4.3 a member was lost then).
+        self.consumer.partitions_for_topic(c.topic)
         self.consumer.subscribe([c.topic])
 
     def _poll(self) -> tuple[list[Consumed], set[int]]:

@@ -85,6 +85,7 @@ def test_member_killed(compat: Compat) -> None:
     separate = compat.client.spawn()
     try:
         members = open_members(compat, config, 2) + open_members(compat, config, 1, client=separate)
+        members[2].name = "separate"
         wait_balanced(members, PARTITIONS)
         check_first_round(compat, topic, members)
         for m in members:
