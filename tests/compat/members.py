@@ -168,6 +168,8 @@ class ThreadMember(Member):
         opened.put(None)
         while not self._stop.is_set():
             self._run_tasks()
+            if self._stop.is_set():  # closed by the task just run
+                break
             try:
                 records, assignment = self._poll()
             except BaseException as exc:

@@ -50,3 +50,30 @@ def test_driver_reports_errors_as_json_with_nonzero_exit(name: str) -> None:
     answer = json.loads(done.stdout)
     assert answer["ok"] is False
     assert "no_such_op" in answer["error"]["message"]
+
+
+def test_group_checks_fail_on_duplicates_and_gaps() -> None:
+    """The group scenarios' checks: a repeated record, a missing one, an unbalanced group all fail."""
+    from tests.compat.clients import Consumed, Record
+    from tests.compat.group_support import Watched, assert_exactly_once, balanced
+    from tests.compat.members import GroupDescription, Member, fenced_or_other
+
+    def consumed(partition: int, offset: int, value: bytes) -> Consumed:
+        return Consumed(partition, offset, b"k", value, (), 0)
+
+    wanted = [Record(b"k", b"a"), Record(b"k", b"b")]
+    assert_exactly_once([consumed(0, 0, b"a"), consumed(1, 0, b"b")], wanted)
+    with pytest.raises(AssertionError):
+        assert_exactly_once([consumed(0, 0, b"a"), consumed(0, 0, b"a"), consumed(1, 0, b"b")], wanted)
+    with pytest.raises(AssertionError):
+        assert_exactly_once([consumed(0, 0, b"a")], wanted)
+    members = [Watched(Member(), assignment={0, 1}), Watched(Member(), assignment={2})]
+    assert balanced(members, 3)
+    members[1].assignment = {1, 2}
+    assert not balanced(members, 3)
+    members[1].assignment = set()
+    assert not balanced(members, 2)
+    assert GroupDescription("Stable", [], {0: 4}, {0: 10, 1: 3}).lag() == {0: 6, 1: 3}
+    assert fenced_or_other("KafkaError{code=_FENCED}") == "fenced"
+    assert fenced_or_other("ProducerFencedError") == "fenced"
+    assert fenced_or_other("timed out") == "other"
