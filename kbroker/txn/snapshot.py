@@ -18,21 +18,25 @@ fails its CRC and the previous snapshot (or the log itself) is used instead.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-import crc32c
-
 from kbroker.txn.entry import BatchMetadata, ProducerStateEntry
+from kbroker.txn.offset_files import (
+    list_offset_files,
+    offset_path,
+    read_offset_file,
+    seal,
+    unseal,
+    write_offset_file,
+)
 
 SUFFIX = ".snapshot"
 MAGIC = b"KBPS"
 VERSION = 1
 
-_PREFIX = struct.Struct(">4shI")
 _HEAD = struct.Struct(">qqIi")
 _ENTRY = struct.Struct(">qhiqqb")
 _BATCH = struct.Struct(">iqiq")
@@ -51,21 +55,12 @@ class Snapshot:
 
 
 def snapshot_path(directory: Path, offset: int) -> Path:
-    return directory / f"{offset:020d}{SUFFIX}"
+    return offset_path(directory, offset, SUFFIX)
 
 
 def list_snapshots(directory: Path) -> list[tuple[int, Path]]:
     """(offset, path) of the snapshot files in `directory`, newest first."""
-    found = []
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
-    for name in names:
-        stem = name[: -len(SUFFIX)]
-        if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
-            found.append((int(stem), directory / name))
-    return sorted(found, reverse=True)
+    return list_offset_files(directory, SUFFIX)
 
 
 def encode_snapshot(snapshot: Snapshot) -> bytes:
@@ -82,19 +77,11 @@ def encode_snapshot(snapshot: Snapshot) -> bytes:
             )
         )
         parts.extend(_BATCH.pack(b.last_seq, b.last_offset, b.offset_delta, b.timestamp) for b in entry.batches)
-    body = b"".join(parts)
-    return _PREFIX.pack(MAGIC, VERSION, crc32c.crc32c(body)) + body
+    return seal(MAGIC, VERSION, b"".join(parts))
 
 
 def decode_snapshot(data: bytes) -> Snapshot:
-    if len(data) < _PREFIX.size + _HEAD.size:
-        raise SnapshotError(f"snapshot of {len(data)} bytes is truncated")
-    magic, version, crc = _PREFIX.unpack_from(data)
-    if magic != MAGIC or version != VERSION:
-        raise SnapshotError(f"not a version {VERSION} snapshot (magic {magic!r}, version {version})")
-    body = memoryview(data)[_PREFIX.size :]
-    if crc32c.crc32c(body) != crc:
-        raise SnapshotError("snapshot CRC mismatch")
+    body = unseal(data, MAGIC, VERSION, _HEAD.size, SnapshotError, "snapshot")
     try:
         offset, anchor_base, anchor_crc, count = _HEAD.unpack_from(body)
         position = _HEAD.size
@@ -125,19 +112,11 @@ def decode_snapshot(data: bytes) -> Snapshot:
 
 def write_snapshot(directory: Path, snapshot: Snapshot) -> Path:
     """Write (temp file + rename, no fsync) and return the path."""
-    path = snapshot_path(directory, snapshot.offset)
-    temp = path.with_name(path.name + ".tmp")
-    with open(temp, "wb") as file:
-        file.write(encode_snapshot(snapshot))
-    os.replace(temp, path)
-    return path
+    return write_offset_file(snapshot_path(directory, snapshot.offset), encode_snapshot(snapshot), fsync=False)
 
 
 def read_snapshot(path: Path) -> Snapshot:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SnapshotError(f"{path}: {error}") from error
+    data = read_offset_file(path, SnapshotError)
     snapshot = decode_snapshot(data)
     if snapshot_path(path.parent, snapshot.offset).name != path.name:
         raise SnapshotError(f"{path.name} holds the snapshot of offset {snapshot.offset}")

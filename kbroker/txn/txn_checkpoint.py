@@ -15,18 +15,23 @@ recovery, and maybe refilled since, never meets a checkpoint of data it lost.
 
 from __future__ import annotations
 
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-import crc32c
+from kbroker.txn.offset_files import (
+    list_offset_files,
+    offset_path,
+    read_offset_file,
+    seal,
+    unseal,
+    write_offset_file,
+)
 
 SUFFIX = ".txncheckpoint"
 MAGIC = b"KBTI"
 VERSION = 1
 
-_PREFIX = struct.Struct(">4shI")
 _HEAD = struct.Struct(">qqIi")
 _ENTRY = struct.Struct(">qq")
 
@@ -44,34 +49,22 @@ class TxnCheckpoint:
 
 
 def checkpoint_path(directory: Path, offset: int) -> Path:
-    return directory / f"{offset:020d}{SUFFIX}"
+    return offset_path(directory, offset, SUFFIX)
 
 
 def list_checkpoints(directory: Path) -> list[tuple[int, Path]]:
     """(offset, path) of the checkpoint files in `directory`, newest first."""
-    found = []
-    for name in os.listdir(directory):
-        stem = name[: -len(SUFFIX)]
-        if name.endswith(SUFFIX) and len(stem) == 20 and stem.isdigit():
-            found.append((int(stem), directory / name))
-    return sorted(found, reverse=True)
+    return list_offset_files(directory, SUFFIX)
 
 
 def encode_checkpoint(checkpoint: TxnCheckpoint) -> bytes:
     head = _HEAD.pack(checkpoint.offset, checkpoint.anchor_base, checkpoint.anchor_crc, len(checkpoint.ongoing))
     body = head + b"".join(_ENTRY.pack(pid, first) for pid, first in checkpoint.ongoing.items())
-    return _PREFIX.pack(MAGIC, VERSION, crc32c.crc32c(body)) + body
+    return seal(MAGIC, VERSION, body)
 
 
 def decode_checkpoint(data: bytes) -> TxnCheckpoint:
-    if len(data) < _PREFIX.size + _HEAD.size:
-        raise CheckpointError(f"checkpoint of {len(data)} bytes is truncated")
-    magic, version, crc = _PREFIX.unpack_from(data)
-    if magic != MAGIC or version != VERSION:
-        raise CheckpointError(f"not a version {VERSION} checkpoint (magic {magic!r}, version {version})")
-    body = memoryview(data)[_PREFIX.size :]
-    if crc32c.crc32c(body) != crc:
-        raise CheckpointError("checkpoint CRC mismatch")
+    body = unseal(data, MAGIC, VERSION, _HEAD.size, CheckpointError, "checkpoint")
     offset, anchor_base, anchor_crc, count = _HEAD.unpack_from(body)
     if len(body) != _HEAD.size + count * _ENTRY.size:
         raise CheckpointError(f"checkpoint of {count} entries has {len(body)} bytes")
@@ -81,21 +74,11 @@ def decode_checkpoint(data: bytes) -> TxnCheckpoint:
 
 def write_checkpoint(directory: Path, checkpoint: TxnCheckpoint) -> Path:
     """Write durably (temp file, fsync, rename) and return the path."""
-    path = checkpoint_path(directory, checkpoint.offset)
-    temp = path.with_name(path.name + ".tmp")
-    with open(temp, "wb") as file:
-        file.write(encode_checkpoint(checkpoint))
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temp, path)
-    return path
+    return write_offset_file(checkpoint_path(directory, checkpoint.offset), encode_checkpoint(checkpoint), fsync=True)
 
 
 def read_checkpoint(path: Path) -> TxnCheckpoint:
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise CheckpointError(f"{path}: {error}") from error
+    data = read_offset_file(path, CheckpointError)
     checkpoint = decode_checkpoint(data)
     if checkpoint_path(path.parent, checkpoint.offset).name != path.name:
         raise CheckpointError(f"{path.name} holds the checkpoint of offset {checkpoint.offset}")
