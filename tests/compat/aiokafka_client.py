@@ -24,8 +24,7 @@ from tests.compat.clients import (
     Start,
     TopicDescription,
 )
-from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
-from tests.compat.pydriver import python_driver
+from tests.compat.pydriver import InProcessGroupOps
 
 T = TypeVar("T")
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
@@ -70,8 +69,10 @@ def _check(response: Any) -> None:
 
 
 @dataclass
-class AiokafkaClient(Client):
+class AiokafkaClient(InProcessGroupOps, Client):
     name: str = "aiokafka"
+    groups = aiokafka_groups
+    to_consumed = Consumed.from_message
     missing: dict[str, str] = field(
         default_factory=lambda: {"group.cooperative": "aiokafka has only eager assignors (range, roundrobin, sticky)"}
     )
@@ -155,7 +156,7 @@ class AiokafkaClient(Client):
                     wait_ms = max(1, int(min(0.5, deadline - time.monotonic()) * 1000))
                     batches = await consumer.getmany(timeout_ms=wait_ms, max_records=max_records - len(result.records))
                     for batch in batches.values():
-                        result.records.extend(_consumed(m) for m in batch)
+                        result.records.extend(Consumed.from_message(m) for m in batch)
                 result.positions = {tp.partition: await consumer.position(tp) for tp in tps}
             except errors.KafkaError as exc:
                 result.error, result.error_message = _kind(exc), repr(exc)
@@ -216,23 +217,6 @@ class AiokafkaClient(Client):
         result = _run(self._with_admin(bootstrap, lambda a: a.delete_records({tp: RecordsToDelete(before)})))
         return int(result[tp])
 
-    def produce_idempotent(
-        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
-    ) -> list[tuple[int, int]]:
-        return aiokafka_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
-
-    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
-        return aiokafka_groups.open_member(bootstrap, config, _consumed)
-
-    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
-        return aiokafka_groups.describe_group(bootstrap, group, topic)
-
-    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
-        return aiokafka_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
-
-    def spawn(self) -> Client:
-        return python_driver(self.name)
-
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         async def go() -> list[int]:
             producer = AIOKafkaProducer(bootstrap_servers=bootstrap)
@@ -243,14 +227,3 @@ class AiokafkaClient(Client):
                 await producer.stop()
 
         return _run(go())
-
-
-def _consumed(message: Any) -> Consumed:
-    return Consumed(
-        partition=message.partition,
-        offset=message.offset,
-        key=message.key,
-        value=message.value,
-        headers=tuple((k, v) for k, v in message.headers),
-        timestamp=message.timestamp,
-    )

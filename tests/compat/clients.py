@@ -113,6 +113,18 @@ class Consumed:
     timestamp: int
 
     @classmethod
+    def from_message(cls, message: Any) -> Consumed:
+        """From a kafka-python or aiokafka ConsumerRecord (same attribute names in both)."""
+        return cls(
+            partition=message.partition,
+            offset=message.offset,
+            key=message.key,
+            value=message.value,
+            headers=tuple((k, v) for k, v in message.headers),
+            timestamp=message.timestamp,
+        )
+
+    @classmethod
     def from_json(cls, obj: dict[str, Any]) -> Consumed:
         return cls(
             partition=int(obj["partition"]),

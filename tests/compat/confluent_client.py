@@ -43,8 +43,7 @@ from tests.compat.clients import (
 from tests.compat.clients import (
     OffsetSpec as Spec,
 )
-from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
-from tests.compat.pydriver import python_driver
+from tests.compat.pydriver import InProcessGroupOps
 
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 OUT_OF_RANGE = {KafkaError._AUTO_OFFSET_RESET, KafkaError.OFFSET_OUT_OF_RANGE}
@@ -72,9 +71,23 @@ def _wait(future: Future[Any]) -> Any:
         _raise(exc)
 
 
+def _consumed(message: Message) -> Consumed:
+    timestamp = int(message.timestamp()[1])
+    return Consumed(
+        partition=_position(message)[0],
+        offset=_position(message)[1],
+        key=_header(message.key()),
+        value=_header(message.value()),
+        headers=tuple((str(h[0]), _header(h[1])) for h in message.headers() or []),
+        timestamp=timestamp,
+    )
+
+
 @dataclass
-class ConfluentClient(Client):
+class ConfluentClient(InProcessGroupOps, Client):
     name: str = "confluent-kafka"
+    groups = confluent_groups
+    to_consumed = staticmethod(_consumed)
     missing: dict[str, str] = field(default_factory=dict)
     op_apis: dict[str, tuple[str, ...]] = field(default_factory=lambda: dict(LIBRDKAFKA_APIS))
 
@@ -218,23 +231,6 @@ class ConfluentClient(Client):
         admin = self._admin(bootstrap)  # must outlive the future
         return int(_wait(admin.delete_records([tp])[tp]).low_watermark)
 
-    def produce_idempotent(
-        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
-    ) -> list[tuple[int, int]]:
-        return confluent_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
-
-    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
-        return confluent_groups.open_member(bootstrap, config, _consumed)
-
-    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
-        return confluent_groups.describe_group(bootstrap, group, topic)
-
-    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
-        return confluent_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
-
-    def spawn(self) -> Client:
-        return python_driver(self.name)
-
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         producer = Producer({"bootstrap.servers": bootstrap, "allow.auto.create.topics": True})
         deadline = time.monotonic() + 20
@@ -254,15 +250,3 @@ def _position(message: Message) -> tuple[int, int]:
 
 def _header(value: object) -> bytes | None:
     return value if value is None or isinstance(value, bytes) else str(value).encode()
-
-
-def _consumed(message: Message) -> Consumed:
-    timestamp = int(message.timestamp()[1])
-    return Consumed(
-        partition=_position(message)[0],
-        offset=_position(message)[1],
-        key=_header(message.key()),
-        value=_header(message.value()),
-        headers=tuple((str(h[0]), _header(h[1])) for h in message.headers() or []),
-        timestamp=timestamp,
-    )

@@ -24,8 +24,7 @@ from tests.compat.clients import (
 from tests.compat.clients import (
     OffsetSpec as Spec,
 )
-from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
-from tests.compat.pydriver import python_driver
+from tests.compat.pydriver import InProcessGroupOps
 
 ACKS: dict[str, Any] = {"all": "all", "1": 1, "0": 0}
 
@@ -45,8 +44,10 @@ def _kind(exc: BaseException) -> str:
 
 
 @dataclass
-class KafkaPythonClient(Client):
+class KafkaPythonClient(InProcessGroupOps, Client):
     name: str = "kafka-python"
+    groups = kafka_python_groups
+    to_consumed = Consumed.from_message
     missing: dict[str, str] = field(default_factory=dict)
     op_apis: dict[str, tuple[str, ...]] = field(
         default_factory=lambda: {"produce": ("Metadata", "Produce", "InitProducerId")}
@@ -125,7 +126,7 @@ class KafkaPythonClient(Client):
                 wait_ms = max(1, int(min(0.5, deadline - time.monotonic()) * 1000))
                 batches = consumer.poll(timeout_ms=wait_ms, max_records=max_records - len(result.records))
                 for batch in batches.values():
-                    result.records.extend(_consumed(m) for m in batch)
+                    result.records.extend(Consumed.from_message(m) for m in batch)
             result.positions = {tp.partition: consumer.position(tp) for tp in tps}
         except errors.KafkaError as exc:
             result.error, result.error_message = _kind(exc), repr(exc)
@@ -174,40 +175,12 @@ class KafkaPythonClient(Client):
             result = admin.delete_records({tp: before})
             return int(result[tp]["low_watermark"])
 
-    def produce_idempotent(
-        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
-    ) -> list[tuple[int, int]]:
-        return kafka_python_groups.produce_idempotent(bootstrap, topic, records, pace_ms)
-
-    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
-        return kafka_python_groups.open_member(bootstrap, config, _consumed)
-
-    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
-        return kafka_python_groups.describe_group(bootstrap, group, topic)
-
-    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
-        return kafka_python_groups.txn_producer(bootstrap, transactional_id, timeout_ms)
-
-    def spawn(self) -> Client:
-        return python_driver(self.name)
-
     def partitions_for(self, bootstrap: str, topic: str) -> list[int]:
         producer = KafkaProducer(bootstrap_servers=bootstrap, max_block_ms=20000)
         try:
             return sorted(producer.partitions_for(topic) or [])
         finally:
             producer.close(timeout=5)
-
-
-def _consumed(message: Any) -> Consumed:
-    return Consumed(
-        partition=message.partition,
-        offset=message.offset,
-        key=message.key,
-        value=message.value,
-        headers=tuple((k, v) for k, v in message.headers),
-        timestamp=message.timestamp,
-    )
 
 
 class _closing:

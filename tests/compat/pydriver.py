@@ -8,11 +8,44 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
 
-from tests.compat.clients import Client, ClientError, Record, b64, unb64
+from tests.compat.clients import Client, ClientError, Consumed, Record, b64, unb64
 from tests.compat.driver_client import DriverClient, member_config
-from tests.compat.members import Member, TxnProducer
+from tests.compat.members import GroupDescription, Member, MemberConfig, TxnProducer
+
+
+class InProcessGroupOps:
+    """Group, idempotence and transaction operations of an in-process Python client.
+
+    Each client keeps them in a module of its own (`<client>_groups`, named by `groups`);
+    `to_consumed` turns that client's consumer records into Consumed.
+    """
+
+    name: str
+    groups: ClassVar[Any]
+    to_consumed: ClassVar[Callable[[Any], Consumed]]
+
+    def produce_idempotent(
+        self, bootstrap: str, topic: str, records: Sequence[Record], pace_ms: int = 0
+    ) -> list[tuple[int, int]]:
+        return list(self.groups.produce_idempotent(bootstrap, topic, records, pace_ms))
+
+    def open_member(self, bootstrap: str, config: MemberConfig) -> Member:
+        member: Member = self.groups.open_member(bootstrap, config, type(self).to_consumed)
+        return member
+
+    def describe_group(self, bootstrap: str, group: str, topic: str) -> GroupDescription:
+        description: GroupDescription = self.groups.describe_group(bootstrap, group, topic)
+        return description
+
+    def txn_producer(self, bootstrap: str, transactional_id: str, timeout_ms: int = 60000) -> TxnProducer:
+        producer: TxnProducer = self.groups.txn_producer(bootstrap, transactional_id, timeout_ms)
+        return producer
+
+    def spawn(self) -> Client:
+        return python_driver(self.name)
 
 
 def python_driver(name: str) -> DriverClient:
