@@ -8,7 +8,6 @@ import socket
 import subprocess
 import sys
 import time
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -70,16 +69,6 @@ class BrokerProcess:
 
     def log_text(self) -> str:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
-
-
-@contextmanager
-def running_broker(data_dir: Path, *args: str):
-    broker = BrokerProcess(data_dir, *args).start()
-    try:
-        yield broker
-    finally:
-        if broker.alive():
-            broker.stop()
 
 
 class RawClient:
