@@ -45,8 +45,15 @@ class LogMarkerWriter:
         self.on_marker = on_marker
 
     async def write_markers(
-        self, producer_id: int, producer_epoch: int, partitions: list[TopicPartition], commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        commit: bool,
+        *,
+        coordinator_epoch: int = COORDINATOR_EPOCH,
     ) -> None:
+        """Append the markers (all before the first await), then wait until they are durable."""
         written: list[tuple[PartitionLog, AppendInfo]] = []
         marker = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         now = int(time.time() * 1000)
@@ -60,7 +67,7 @@ class LogMarkerWriter:
                     marker,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
-                    coordinator_epoch=COORDINATOR_EPOCH,
+                    coordinator_epoch=coordinator_epoch,
                     timestamp=now,
                 )
             )
@@ -72,7 +79,7 @@ class LogMarkerWriter:
                 info.base_offset,
                 info.max_timestamp,
                 commit=commit,
-                coordinator_epoch=COORDINATOR_EPOCH,
+                coordinator_epoch=coordinator_epoch,
             )
             notify_append(self.broker, topic, partition, len(batch))
             if self.on_marker is not None:
