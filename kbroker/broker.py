@@ -10,6 +10,7 @@ from pathlib import Path
 import structlog
 
 from kbroker.config import BrokerConfig
+from kbroker.config_repository import CLUSTER_DEFAULT, ConfigRepository
 from kbroker.handlers.registry import Handler
 from kbroker.log import LogConfig, LogManager
 from kbroker.log.checkpoint import write_atomically
@@ -27,6 +28,7 @@ class Broker:
     cluster_id: str = ""
     started_at_ms: int = 0
     extensions: dict[str, object] = field(default_factory=dict)
+    dynamic_configs: ConfigRepository = field(default_factory=ConfigRepository)
 
     @property
     def node_id(self) -> int:
@@ -39,6 +41,20 @@ class Broker:
     @property
     def advertised_port(self) -> int:
         return self.config.advertised.port
+
+
+def with_dynamic_configs(config: BrokerConfig, repository: ConfigRepository) -> BrokerConfig:
+    """`config` with the repository's dynamic broker configs for this node and the cluster default."""
+    return config.with_dynamic(
+        repository.broker_configs(CLUSTER_DEFAULT), repository.broker_configs(str(config.node_id))
+    )
+
+
+def reconfigure(broker: Broker) -> None:
+    """Apply the repository's dynamic broker configs now: the config handlers read, and the topic
+    defaults of every running log (retention, segment size, message size, ...), as Kafka applies them."""
+    broker.config = with_dynamic_configs(broker.config, broker.dynamic_configs)
+    broker.logs.set_default_config(LogConfig.from_properties(broker.config.topic_defaults()))
 
 
 def new_log_manager(config: BrokerConfig) -> LogManager:

@@ -15,8 +15,9 @@ from typing import Any
 
 import structlog
 
-from kbroker.broker import Broker, load_cluster_id, new_log_manager
-from kbroker.config import BrokerConfig
+from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
+from kbroker.config import BrokerConfig, ConfigError
+from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
@@ -39,7 +40,7 @@ def run(config: BrokerConfig) -> int:
         runner = asyncio.run
     try:
         return int(runner(serve(config)))
-    except OSError as exc:
+    except (OSError, ConfigError) as exc:
         log.error("broker_failed", error=str(exc))
         return 1
 
@@ -48,11 +49,18 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
     handlers = load_handlers()
+    dynamic_configs = ConfigRepository.load(config.data_dir)
+    config = with_dynamic_configs(config, dynamic_configs)
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
     broker = Broker(
-        config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
+        config=config,
+        logs=logs,
+        handlers=handlers,
+        cluster_id=cluster_id,
+        started_at_ms=int(time.time() * 1000),
+        dynamic_configs=dynamic_configs,
     )
     states = producer_states(broker)
     states.preload(partition_log for _, partition_log in logs.logs())
