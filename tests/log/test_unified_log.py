@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from kbroker.log import AppendInfo, AppendOrigin, LogConfig, PartitionLog, UnifiedLog
+from kbroker.log import AppendInfo, AppendOrigin, LogConfig, LogManager, PartitionLog, UnifiedLog
 from kbroker.log.producer_state import ProducerStateError
 from protocol.errors import ErrorCode
 from protocol.record_builder import SimpleRecord, build_control_batch, build_record_batch
@@ -136,3 +138,26 @@ def test_a_follower_keeps_the_leaders_append_time(tmp_path: Path) -> None:
     assert next(iter_batches(stored(follower))).max_timestamp == 123_456
     leader.local.close()
     follower.local.close()
+
+
+def test_a_deleted_topic_releases_its_partitions_and_state(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path / "data", LogConfig(file_delete_delay_ms=0))
+    manager.startup()
+    released: list[weakref.ref[object]] = []
+    for _ in range(3):
+        manager.create_topic("t", 2)  # the same name each time
+        for partition in range(2):
+            unified = manager.get_partition("t", partition)
+            assert unified is not None
+            unified.append_as_leader(RecordBatch(idempotent_batch(1, 0, 0)), AppendOrigin.CLIENT)
+            unified.append_as_leader(txn_batch(2, 0), AppendOrigin.COORDINATOR)
+            unified.append_as_leader(marker(2, commit=False), AppendOrigin.MARKER)
+            released += [weakref.ref(unified), weakref.ref(unified.producer_state())]
+        del unified
+        manager.delete_topic("t")
+        manager.tick_producer_states()
+        manager.purge_deleted()
+    gc.collect()
+    assert [ref for ref in released if ref() is not None] == []
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.name.startswith("t-")) == []
+    manager.abort()
