@@ -72,3 +72,54 @@ def test_announced_huge_frames_cost_what_arrived(start_broker: Callable[..., Bro
     assert during < 160 * MiB, f"RSS {during / MiB:.0f} MiB"
     assert during - before < 64 * MiB
     assert broker.alive()
+
+
+def test_slowloris_is_closed_by_the_request_deadline(start_broker: Callable[..., BrokerProcess]) -> None:
+    broker = start_broker(
+        "--config", "kbroker.request.receive.timeout.ms=2000", "--config", "connections.max.idle.ms=600000"
+    )
+    with socket.create_connection(("127.0.0.1", broker.port)) as slow, RawClient(broker.bootstrap) as good:
+        slow.sendall(struct.pack(">i", 1000))
+        began = time.monotonic()
+        slow.settimeout(0.5)
+        closed = False
+        while time.monotonic() - began < 8:
+            try:
+                slow.sendall(b"x")  # one byte every half second: active, but the request never completes
+                if slow.recv(1) == b"":
+                    closed = True
+                    break
+            except TimeoutError:
+                continue
+            except OSError:
+                closed = True
+                break
+        took = time.monotonic() - began
+        assert closed and 1.9 < took < 4.5, took
+        assert good.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0  # other connections are untouched
+    assert "request not received in time" in broker.log_text()
+
+
+def test_connections_over_max_connections_are_refused_and_counted(
+    start_broker: Callable[..., BrokerProcess],
+) -> None:
+    broker = start_broker("--config", "max.connections=5")
+    clients = [RawClient(broker.bootstrap) for _ in range(5)]
+    try:
+        for client in clients:
+            assert client.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+        refused = [RawClient(broker.bootstrap) for _ in range(3)]
+        for client in refused:
+            assert client.closed_by_peer()
+            client.close()
+        assert clients[0].call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+        clients.pop().close()
+        time.sleep(0.2)
+        with RawClient(broker.bootstrap) as again:  # a freed place is taken again
+            assert again.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+    finally:
+        for client in clients:
+            client.close()
+    log = broker.log_text()
+    assert "connection_refused" in log and "max.connections reached" in log
+    assert "refused_total=1" in log  # the first refusal is logged at once; the rest are counted in the summary
