@@ -261,10 +261,21 @@ _SERVER = [
     _p("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 keeps the OS default."),
     _p("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 keeps the OS default."),
     _p("socket.listen.backlog.size", INT, 50, "Backlog of pending connections on the listening socket.", _POSITIVE),
-    _p("max.connections", INT, INT_MAX, "Most client connections open at once; further ones are refused.",
-       _NON_NEGATIVE),
+    _p("max.connections", INT, 1000,
+       "Most client connections open at once; further ones are closed when accepted, counted and logged.",
+       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing."),
     _p("max.connections.per.ip", INT, INT_MAX, "Most connections open at once from one IP address.", _NON_NEGATIVE),
+    _p("max.connections.per.ip.overrides", STR, "",
+       "Per-address exceptions to max.connections.per.ip, as HOST:COUNT pairs separated by commas."),
     _p("connections.max.idle.ms", LONG, 600000, "A connection idle for this long is closed."),
+    _p("queued.max.request.bytes", LONG, 268435456,
+       "Most bytes held by requests being received or handled, over all connections; when spent, connections "
+       "stop reading until memory is released. -1: no limit. Must be at least socket.request.max.bytes.",
+       note="Kafka's default is -1 (no limit); kbroker's buffers grow with the bytes that arrive, never to the "
+       "announced size up front."),
+    _p("kbroker.request.receive.timeout.ms", LONG, 30000,
+       "A request whose first bytes arrived this long ago without the rest closes the connection (slow or stalled "
+       "senders, slowloris). -1: no deadline.", note="kbroker only: Kafka has no per-request receive deadline."),
     _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
     _p("kbroker.fsync.before.ack", BOOL, False,
        "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
