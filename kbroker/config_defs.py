@@ -256,6 +256,8 @@ _SERVER = [
     _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
+    _p("max.request.partition.size.limit", INT, 2000, "Most partitions in one DescribeTopicPartitions answer.",
+       _POSITIVE),
     _p("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; larger ones close the connection.",
        _POSITIVE),
     _p("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 keeps the OS default."),
