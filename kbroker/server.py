@@ -20,6 +20,7 @@ from kbroker.config import BrokerConfig
 from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
 from kbroker.txn.states import producer_states
 from kbroker.txn.txn_indexes import transaction_indexes
@@ -59,6 +60,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     txn_indexes = transaction_indexes(broker)
     txn_indexes.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
+    shares = start_share_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = ConnectionRegistry(
         max_connections=config.get_int("max.connections"),
@@ -100,6 +102,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))

@@ -129,6 +129,10 @@ class SharePartition:
         """Whether an acquire could return something without new records (redeliveries) or may take new ones."""
         return self._available > 0 or self.in_flight < self.config.max_record_locks
 
+    @property
+    def has_available(self) -> bool:
+        return self._available > 0
+
     def delivery_complete_count(self) -> int:
         """In-flight records already acknowledged or archived (they do not count as lag)."""
         return sum(1 for record in self._records.values() if record.state in TERMINAL)
