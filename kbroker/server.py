@@ -22,6 +22,7 @@ from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
+from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
 
 log = structlog.get_logger("kbroker.server")
@@ -68,6 +69,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
     groups = start_group_coordinator(broker)
+    shares = start_share_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = connection_limits(config)
     memory = MemoryPool(config.get_int("queued.max.request.bytes"))
@@ -103,6 +105,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
