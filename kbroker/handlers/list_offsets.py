@@ -1,7 +1,7 @@
 """ListOffsets (2), versions 1-11: offsets by timestamp, as Kafka's leader answers them.
 
 -2 earliest: the log start offset; -1 latest: the high watermark (for read_committed
-the last stable offset, kbroker.txn.txn_indexes); -3 (v7+) the record with the largest
+the last stable offset, from the partition's UnifiedLog); -3 (v7+) the record with the largest
 timestamp; -4 (v8+) the local log start offset, which without tiered storage is the log
 start offset; -5 latest tiered (v9+) and -6 earliest pending upload (v11+) are answered as
 Kafka answers them for a topic without remote storage: no error, offset, timestamp and leader
@@ -24,7 +24,6 @@ from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, KafkaStorageError
 from kbroker.log.partition_log import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP
-from kbroker.txn.txn_indexes import transaction_indexes
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import TimestampAndOffset
@@ -70,7 +69,7 @@ def _list_offset(
     timestamp = partition["timestamp"]
     if timestamp < 0 and version < SENTINEL_MIN_VERSION.get(timestamp, 1 << 15):
         return _error(index, ErrorCode.UNSUPPORTED_VERSION)
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index))
     epoch = partition["current_leader_epoch"]
@@ -79,9 +78,9 @@ def _list_offset(
     if timestamp in REMOTE_ONLY:
         return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
     try:
-        found = log.fetch_offset_by_timestamp(timestamp)
+        found = log.local.fetch_offset_by_timestamp(timestamp)
         if read_committed and timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            last_stable = transaction_indexes(ctx.broker).for_log(log).last_stable_offset()
+            last_stable = log.last_stable_offset()
             if timestamp == LATEST_TIMESTAMP:
                 found = TimestampAndOffset(-1, last_stable)
             elif found is not None and found.offset >= last_stable:

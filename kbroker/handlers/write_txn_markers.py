@@ -22,7 +22,6 @@ from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
-from kbroker.txn import producer_states
 from kbroker.txn.runtime import marker_writer
 from kbroker.txn.transaction import TopicPartition
 from protocol.api_keys import ApiKey
@@ -86,11 +85,11 @@ async def _write(ctx: RequestContext, marker: dict[str, Any]) -> dict[TopicParti
 def _check(
     ctx: RequestContext, tp: TopicPartition, producer_id: int, epoch: int, coordinator_epoch: int, version: int
 ) -> ErrorCode:
-    log = ctx.broker.logs.get_log(*tp)
+    log = ctx.broker.logs.get_partition(*tp)
     if log is None:
         return missing_log_error(ctx, *tp)
     try:
-        entry = producer_states(ctx.broker).for_log(log).entry(producer_id)
+        entry = log.producer_state().entry(producer_id)
     except KafkaStorageError:
         return ErrorCode.KAFKA_STORAGE_ERROR
     if entry is None:
