@@ -391,3 +391,28 @@ def _table(text: str) -> list[dict[str, str]]:
     lines = [line.split("\t") for line in text.splitlines() if line.strip()]
     header = [h.strip() for h in lines[0] if h.strip()]
     return [dict(zip(header, (c.strip() for c in row), strict=False)) for row in lines[1:]]
+
+
+# --------------------------------------------------------------------------- APIs kbroker does not offer
+
+
+@pytest.mark.parametrize(
+    ("main_class", "args", "api"),
+    [
+        ("org.apache.kafka.tools.AclCommand", ["--list"], "DESCRIBE_ACLS"),
+        (
+            "org.apache.kafka.tools.LeaderElectionCommand",
+            ["--election-type", "preferred", "--all-topic-partitions"],
+            "ELECT_LEADERS",
+        ),
+        ("org.apache.kafka.tools.MetadataQuorumCommand", ["describe", "--status"], "DESCRIBE_QUORUM"),
+        ("org.apache.kafka.tools.ClientMetricsCommand", ["--list"], "LIST_CONFIG_RESOURCES"),
+        ("org.apache.kafka.tools.FeatureCommand", ["upgrade", "--feature", "transaction.version=2"], "UPDATE_FEATURES"),
+        (CONFIG_COMMAND, ["--describe", "--entity-type", "clients"], "DESCRIBE_CLIENT_QUOTAS"),
+    ],
+)
+def test_missing_apis_fail_fast_with_the_usual_error(tools: Tools, main_class: str, args: list[str], api: str) -> None:
+    started = time.monotonic()
+    out = tools.run("kbroker", main_class, *args, check=False)
+    assert f"The node does not support {api}" in out
+    assert time.monotonic() - started < 15, "the tool waited instead of failing at once"
