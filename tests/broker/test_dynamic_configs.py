@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from protocol.errors import ErrorCode
-from tests.broker.conftest import batch_of, produce
+from tests.broker.conftest import batch_of, list_offset, produce
 from tests.broker.test_configs import (
     APPEND,
     BROKER,
@@ -81,6 +81,21 @@ def test_message_max_bytes_applies_to_running_topics_at_once(raw: RawClient) -> 
     assert produce(raw, create_topic(raw), batch_of(1, value_size=2000))["error_code"] == ErrorCode.MESSAGE_TOO_LARGE
     assert incremental(raw, BROKER, "", [("message.max.bytes", DELETE, None)])["error_code"] == 0
     assert produce(raw, topic, batch_of(1, value_size=2000))["error_code"] == 0
+
+
+def test_retention_set_dynamically_deletes_old_segments(start_broker: Callable[..., BrokerProcess]) -> None:
+    quick = start_broker("--config", "log.retention.check.interval.ms=100")
+    with RawClient(quick.bootstrap) as raw:
+        topic = create_topic(raw)
+        for _ in range(8):
+            assert produce(raw, topic, batch_of(1, value_size=100))["error_code"] == 0
+        assert list_offset(raw, topic, -2)["offset"] == 0
+        changes = [("log.segment.bytes", SET, "200"), ("log.retention.bytes", SET, "400")]
+        assert incremental(raw, BROKER, "", changes)["error_code"] == 0
+        for _ in range(8):  # the new segment size rolls these into small segments
+            assert produce(raw, topic, batch_of(1, value_size=100))["error_code"] == 0
+        _wait_for(lambda: list_offset(raw, topic, -2)["offset"] > 8)
+        assert list_offset(raw, topic, -1)["offset"] == 16
 
 
 def test_append_validate_only_and_unknown_names(raw: RawClient) -> None:
