@@ -150,35 +150,45 @@ class _NamedWriteLoggerFactory:
 
 
 class LevelledLogger(structlog.BoundLoggerBase):
-    """A bound logger whose methods return at once below the lowest configured level."""
+    """A bound logger whose methods return at once below the lowest configured level (one comparison)."""
 
-    def _at(self, level: int, method: str, event: str | None, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
-        if level < _levels.threshold:
-            return None
+    def _emit(self, method: str, event: str | None, args: tuple[Any, ...], kw: dict[str, Any]) -> Any:
         return self._proxy_to_logger(method, event % args if args and event is not None else event, **kw)
 
     def debug(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
-        return self._at(logging.DEBUG, "debug", event, args, kw)
+        if _levels.threshold > logging.DEBUG:
+            return None
+        return self._emit("debug", event, args, kw)
 
     def info(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
-        return self._at(logging.INFO, "info", event, args, kw)
+        if _levels.threshold > logging.INFO:
+            return None
+        return self._emit("info", event, args, kw)
 
     msg = info
 
     def warning(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
-        return self._at(logging.WARNING, "warning", event, args, kw)
+        if _levels.threshold > logging.WARNING:
+            return None
+        return self._emit("warning", event, args, kw)
 
     warn = warning
 
     def error(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
-        return self._at(logging.ERROR, "error", event, args, kw)
+        if _levels.threshold > logging.ERROR:
+            return None
+        return self._emit("error", event, args, kw)
 
     def exception(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
+        if _levels.threshold > logging.ERROR:
+            return None
         kw.setdefault("exc_info", True)
-        return self._at(logging.ERROR, "error", event, args, kw)
+        return self._emit("error", event, args, kw)
 
     def critical(self, event: str | None = None, *args: Any, **kw: Any) -> Any:
-        return self._at(logging.CRITICAL, "critical", event, args, kw)
+        if _levels.threshold > logging.CRITICAL:
+            return None
+        return self._emit("critical", event, args, kw)
 
     fatal = critical
 
