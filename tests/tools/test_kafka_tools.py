@@ -344,6 +344,15 @@ def test_transactions_abort_of_an_open_transaction(tools: Tools) -> None:
             row.update(ProducerId="<id>", LastTimestamp="<ts>")
     assert rows["kbroker"] == rows["kafka"]
     assert rows["kbroker"][0]["CurrentTransactionStartOffset"] == "0"
+    listed = tools.both(
+        "org.apache.kafka.tools.TransactionsCommand", "list", "--transactional-id-pattern", f"tx-{topic}"
+    )
+    listed_rows = {b: _table(text) for b, text in listed.items()}
+    for table in listed_rows.values():
+        for row in table:
+            row["ProducerId"] = "<id>"
+    assert listed_rows["kbroker"] == listed_rows["kafka"]
+    assert [row["TransactionState"] for row in listed_rows["kbroker"]] == ["Ongoing"]
     hanging = tools.both("org.apache.kafka.tools.TransactionsCommand", "find-hanging", "--broker-id", "1")
     assert hanging["kbroker"] == hanging["kafka"]  # the coordinator still knows this one: not hanging
     aborted = tools.both(
@@ -367,7 +376,7 @@ def _open_transaction(bootstrap: str, topic: str) -> Any:
 
     _create_topic(bootstrap, topic, 1)
     producer = Producer(
-        {"bootstrap.servers": bootstrap, "transactional.id": _topic("tx"), "transaction.timeout.ms": 600000}
+        {"bootstrap.servers": bootstrap, "transactional.id": f"tx-{topic}", "transaction.timeout.ms": 600000}
     )
     producer.init_transactions(30)
     producer.begin_transaction()
