@@ -5,7 +5,9 @@
 // the tool's stdout and stderr. Kafka's tools end through org.apache.kafka.common.utils.Exit, whose
 // exit procedure is replaced here by an exception carrying the status (and what the tool would print after
 // exiting is dropped, as the JVM would have stopped); a main that returns is status 0.
-// Launched as a single source file: java -cp <kafka tools> ToolRunner.java
+// A tool whose argument parser rejects its arguments may call System.exit itself (argparse4j does), which
+// ends this JVM: the caller then sees no answer. Launched as a single source file:
+// java -cp <kafka tools> ToolRunner.java
 
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;

@@ -37,6 +37,7 @@ finally:
 BROKERS = ("kbroker", "kafka")
 JVM = ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
 CONFIG_COMMAND = "kafka.admin.ConfigCommand"
+BOOTSTRAP = "<bootstrap>"  # in a tool's arguments: where its --bootstrap-server value goes
 RUNNER = Path(__file__).with_name("ToolRunner.java")
 
 
@@ -64,7 +65,7 @@ class ToolJvm:
         self.process.stdin.write("\x01".join([main_class, *args]).encode() + b"\n")
         self.process.stdin.flush()
         header = self.process.stdout.readline().decode()
-        assert header.startswith("EXIT "), f"tool runner stopped: {header!r}"
+        assert header.startswith("EXIT "), f"tool runner stopped: {header!r} (status {self.process.wait()})"
         status, out_size, err_size = (int(x) for x in header.split()[1:])
         out = self.process.stdout.read(out_size).decode()
         err = self.process.stdout.read(err_size).decode()
@@ -101,7 +102,12 @@ class Tools:
         self.jvms = jvms
 
     def run(self, broker: str, main_class: str, *args: str, check: bool = True) -> str:
-        status, out, err = self.jvms[broker].run(main_class, "--bootstrap-server", self.brokers[broker], *args)
+        """Run a tool with the broker's --bootstrap-server first, or where BOOTSTRAP stands (after a subcommand)."""
+        if BOOTSTRAP in args:
+            args = tuple(self.brokers[broker] if a == BOOTSTRAP else a for a in args)
+        else:
+            args = ("--bootstrap-server", self.brokers[broker], *args)
+        status, out, err = self.jvms[broker].run(main_class, *args)
         if check:
             assert status == 0, f"{main_class} {' '.join(args)} on {broker}: status {status}\n{out}{err}"
             return out
@@ -191,6 +197,17 @@ def _feature_rows(text: str) -> dict[str, tuple[str, str, str]]:
                 fields["FinalizedVersionLevel"],
             )
     return rows
+
+
+# --------------------------------------------------------------------------- kafka-cluster
+
+
+def test_cluster_list_endpoints_with_fenced_brokers(tools: Tools) -> None:
+    args = ("list-endpoints", "--bootstrap-server", BOOTSTRAP, "--include-fenced-brokers")
+    out = tools.both("org.apache.kafka.tools.ClusterTool", *args)
+    masked = {b: re.sub(r"\b" + tools.brokers[b].rsplit(":", 1)[1] + r"\b", "<port>", text) for b, text in out.items()}
+    assert masked["kbroker"] == masked["kafka"]
+    assert "unfenced" in masked["kbroker"]
 
 
 # --------------------------------------------------------------------------- kafka-get-offsets
