@@ -55,6 +55,10 @@ class ConfigRepository:
     def group_configs(self, group: str) -> dict[str, str]:
         return dict(self._groups.get(group, {}))
 
+    def groups(self) -> list[str]:
+        """The groups that have configs."""
+        return sorted(self._groups)
+
     def set_broker_configs(self, name: str, configs: Mapping[str, str]) -> None:
         _replace(self._brokers, name, configs)
         self._save()

@@ -89,7 +89,6 @@ NOT_OFFERED = {
     64: "no KRaft controller",
     68: "the consumer rebalance protocol (KIP-848) is not implemented yet",
     69: "the consumer rebalance protocol (KIP-848) is not implemented yet",
-    74: "no client-metrics resources",
     80: "no KRaft quorum",
     81: "no KRaft quorum",
     83: "share-group state is kept inside the broker (inter-broker API)",

@@ -181,3 +181,16 @@ def _wait_for(condition: Callable[[], bool], timeout: float = 5.0) -> None:
     while not condition():
         assert time.monotonic() < deadline, "condition not met in time"
         time.sleep(0.05)
+
+
+def test_list_config_resources(raw: RawClient) -> None:
+    topic = create_topic(raw)
+    assert incremental(raw, GROUP, "with-configs", [("consumer.session.timeout.ms", SET, "50000")])["error_code"] == 0
+    every = raw.call(74, 1, {"resource_types": []})
+    listed = [(r["resource_name"], r["resource_type"]) for r in every["config_resources"]]
+    assert listed == [("with-configs", GROUP), ("1", BROKER_LOGGER), ("1", BROKER), (topic, 2)]
+    only_groups = raw.call(74, 1, {"resource_types": [GROUP]})["config_resources"]
+    assert [r["resource_name"] for r in only_groups] == ["with-configs"]  # groups with configs only, as Kafka
+    assert raw.call(74, 1, {"resource_types": [16]})["config_resources"] == []  # no client-metrics subscriptions
+    assert raw.call(74, 1, {"resource_types": [99]})["error_code"] == ErrorCode.UNSUPPORTED_VERSION
+    assert raw.call(74, 0, {}) == {"throttle_time_ms": 0, "error_code": 0, "config_resources": []}

@@ -308,6 +308,10 @@ def test_configs_groups(tools: Tools) -> None:
     out = tools.both(CONFIG_COMMAND, *group, "--describe")
     assert out["kbroker"] == out["kafka"]
     assert "consumer.session.timeout.ms=50000" in out["kbroker"]
+    # every group with configs (ListConfigResources): only the groups these tests gave configs
+    everyone = tools.both(CONFIG_COMMAND, "--entity-type", "groups", "--describe")
+    assert everyone["kbroker"] == everyone["kafka"]
+    assert "consumer.session.timeout.ms=50000" in everyone["kbroker"]
     out = tools.both(CONFIG_COMMAND, *group, "--describe", "--all")
     lines = {b: _config_lines(text) for b, text in out.items()}
     # Kafka 4.3 also has the share.* and streams.* group configs, and consumer.assignment.interval.ms.
@@ -432,7 +436,7 @@ def _table(text: str) -> list[dict[str, str]]:
             "ELECT_LEADERS",
         ),
         ("org.apache.kafka.tools.MetadataQuorumCommand", ["describe", "--status"], "DESCRIBE_QUORUM"),
-        ("org.apache.kafka.tools.ClientMetricsCommand", ["--list"], "LIST_CONFIG_RESOURCES"),
+        ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--list"], "LIST_PARTITION_REASSIGNMENTS"),
         ("org.apache.kafka.tools.FeatureCommand", ["upgrade", "--feature", "transaction.version=2"], "UPDATE_FEATURES"),
         (CONFIG_COMMAND, ["--describe", "--entity-type", "clients"], "DESCRIBE_CLIENT_QUOTAS"),
     ],
