@@ -81,8 +81,9 @@ class _Slot:
 
 
 class Connection(asyncio.BufferedProtocol):
-    def __init__(self, broker: Broker, registry: ConnectionRegistry) -> None:
+    def __init__(self, broker: Broker, registry: ConnectionRegistry, handlers: dict[int, Handler]) -> None:
         self.broker = broker
+        self.handlers = handlers
         self.registry = registry
         self.id = next(_ids)
         self.reader = FrameReader(broker.config.get_int("socket.request.max.bytes"))
@@ -155,7 +156,7 @@ class Connection(asyncio.BufferedProtocol):
         if header.client_id != self.client_id:
             self.client_id = header.client_id
             self.log = self.log.bind(client_id=header.client_id)
-        handler = self.broker.handlers.get(header.api_key)
+        handler = self.handlers.get(header.api_key)
         if handler is None or not handler.supports(header.api_version):
             if header.api_key == ApiKey.API_VERSIONS:
                 self._respond_unsupported_api_versions(header)
@@ -287,7 +288,7 @@ class Connection(asyncio.BufferedProtocol):
     def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """A too-new ApiVersions request is answered in the v0 layout with UNSUPPORTED_VERSION,
         listing only ApiVersions' own range, so the client can retry with a version we speak."""
-        own = self.broker.handlers[ApiKey.API_VERSIONS]
+        own = self.handlers[ApiKey.API_VERSIONS]
         body = {
             "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
             "api_keys": [{"api_key": own.api_key, "min_version": own.min_version, "max_version": own.max_version}],

@@ -49,17 +49,16 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
-    broker = Broker(
-        config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
-    )
-    groups = start_group_coordinator(broker)
-    transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
+    broker = Broker(config=config, logs=logs, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000))
+    broker.groups = groups = start_group_coordinator(broker)
+    # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
+    broker.transactions = transactions = await start_transaction_coordinator(broker)
     registry = ConnectionRegistry(
         max_connections=config.get_int("max.connections"),
         idle_ms=config.get_int("connections.max.idle.ms"),
     )
     server = await loop.create_server(
-        lambda: Connection(broker, registry),
+        lambda: Connection(broker, registry, handlers),
         host=config.listen.host,
         port=config.listen.port,
         backlog=config.get_int("socket.listen.backlog.size"),

@@ -92,22 +92,6 @@ def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
     return None
 
 
-# broker.extensions key: a list of callables (topic name, partition count) -> None that DeleteTopics calls after
-# a topic's logs are gone, so state kept per partition elsewhere (group offsets, producer state) can be dropped.
-# Registered with broker.extensions.setdefault(TOPIC_DELETED_LISTENERS, []).append(callback).
-TOPIC_DELETED_LISTENERS = "topic_deleted_listeners"
-
-
-def notify_topic_deleted(broker: Broker, name: str, partitions: int) -> None:
-    listeners = broker.extensions.get(TOPIC_DELETED_LISTENERS) or []
-    assert isinstance(listeners, list)
-    for listener in listeners:
-        try:
-            listener(name, partitions)
-        except Exception:  # noqa: BLE001 - one failing listener must not fail the deletion
-            log.exception("topic_deleted_listener_failed", topic=name, listener=repr(listener))
-
-
 def find_topic_by_id(broker: Broker, topic_id: bytes) -> TopicMetadata | None:
     wanted = uuid.UUID(bytes=bytes(topic_id))
     for metadata in broker.logs.topics().values():

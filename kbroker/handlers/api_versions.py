@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
-from kbroker.handlers.registry import handles
+from kbroker.handlers.registry import HANDLERS, handles
 from protocol.api_keys import ApiKey
 
 
@@ -13,7 +13,7 @@ from protocol.api_keys import ApiKey
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     keys = [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
-        for h in sorted(ctx.broker.handlers.values(), key=lambda h: h.api_key)
+        for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
     ]
     # No finalized features: in particular transaction.version stays below 2, so clients keep
     # the classic transaction protocol (see docs/protocol.md).

@@ -18,7 +18,6 @@ import structlog
 
 from kbroker.txn.coordinator import TransactionCoordinator, TxnConfig
 from kbroker.txn.markers import LogMarkerWriter, MarkerListener
-from kbroker.txn.producer_ids import producer_id_manager
 from kbroker.txn.transaction import TxnRecord
 from kbroker.txn.txn_log import TxnLogFormatError, parse_txn_key, parse_txn_value, txn_key, txn_value
 from kbroker.txn.txn_store import Entry, TxnStateStore
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EXTENSION_KEY = "transaction_coordinator"
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -103,7 +101,7 @@ class TxnRuntime:
             ),
             self.state_log,
             LogMarkerWriter(broker, on_marker=self._on_marker(broker)),
-            producer_id_manager(broker).generate,
+            broker.producer_ids.generate,
             wall_clock_ms,
         )
         self.active = False
@@ -165,16 +163,17 @@ class TxnRuntime:
 
 
 async def start_transaction_coordinator(broker: Broker) -> TxnRuntime:
+    """Replay __transaction_state, complete prepared transactions, start the timers (the server
+    then sets broker.transactions; the group coordinator must be running: markers publish offsets)."""
     runtime = TxnRuntime(broker)
     runtime.load()
-    broker.extensions[EXTENSION_KEY] = runtime
     await runtime.start()
     return runtime
 
 
 def transaction_coordinator(broker: Broker) -> TransactionCoordinator:
     """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) while there is none."""
-    runtime = broker.extensions.get(EXTENSION_KEY)
-    if not isinstance(runtime, TxnRuntime) or not runtime.active:
+    runtime = broker.transactions
+    if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.coordinator
