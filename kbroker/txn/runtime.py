@@ -20,7 +20,7 @@ from kbroker.txn.coordinator import TransactionCoordinator, TxnConfig
 from kbroker.txn.markers import LogMarkerWriter, MarkerListener
 from kbroker.txn.transaction import TxnRecord
 from kbroker.txn.txn_log import TxnLogFormatError, parse_txn_key, parse_txn_value, txn_key, txn_value
-from kbroker.txn.txn_store import Entry, TxnStateStore
+from kbroker.txn.txn_store import Entry, TxnStateStore, snapshot_batches
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -79,8 +79,8 @@ class LogStateLog:
         live: list[Entry] = [
             (txn_key(tid), value) for tid, value in self.latest.items() if self.store.partition_for(tid) == partition
         ]
-        start = self.store.start_snapshot(partition, live)
-        task = asyncio.get_running_loop().create_task(self.store.finish_snapshot(partition, start))
+        start = self.store.start_snapshot(partition, snapshot_batches(live))
+        task = asyncio.get_running_loop().create_task(self.store.finish_snapshot(partition, start, len(live)))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
