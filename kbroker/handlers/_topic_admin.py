@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from kbroker.config import TOPIC_PROPERTIES, ConfigEntry, ConfigError, validate_topic_configs
-from kbroker.config_defs import suggest
+from kbroker.config_defs import UNSUPPORTED_TOPIC_CONFIGS, suggest
 from kbroker.log import InvalidConfigError, LogConfig, TopicMetadata
-from kbroker.log.config import OTHER_TOPIC_CONFIGS
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -132,7 +131,7 @@ def check_topic_configs(broker: Broker, overrides: Mapping[str, str | None]) -> 
 
 
 def unknown_topic_config_message(name: str) -> str:
-    if name in OTHER_TOPIC_CONFIGS:
+    if name in UNSUPPORTED_TOPIC_CONFIGS:
         return f"Unknown topic config name: {name} (a Kafka topic config that kbroker does not support)"
     return f"Unknown topic config name: {name}{suggest(name, TOPIC_PROPERTIES)}"
 

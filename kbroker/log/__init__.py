@@ -12,7 +12,6 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   LogConfig(...)                                   Kafka topic settings, see config.py
   LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
-  from_broker_properties({"log.retention.hours": "48", ...}) -> LogConfig   broker-wide defaults
   to_properties(config) -> dict[str, str]
 
   LogManager(data_dir, default_config=None, *, executor=None, flush_threads=4, retention_check_interval_ms=300_000,
@@ -61,7 +60,7 @@ InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError; a malformed a
 protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
 """
 
-from kbroker.log.config import LogConfig, from_broker_properties, to_properties
+from kbroker.log.config import LogConfig, to_properties
 from kbroker.log.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -109,6 +108,5 @@ __all__ = [
     "TopicMetadata",
     "UnifiedLog",
     "UnknownTopicOrPartitionError",
-    "from_broker_properties",
     "to_properties",
 ]
