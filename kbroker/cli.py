@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from kbroker import __version__
 from kbroker.config import BrokerConfig, ConfigError, read_properties_file
 from kbroker.config_defs import BROKER_PROPERTIES, SECTIONS, TOPIC_PROPERTIES, BrokerProperty, render_value
-from kbroker.logs import FORMATS, LEVELS
+from kbroker.logging_setup import FORMATS, LEVELS
 
 EXIT_CONFIG = 2
 ENVIRONMENT = {
@@ -145,7 +145,7 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     import structlog
 
-    from kbroker.logs import configure_logging
+    from kbroker.logging_setup import configure_logging
 
     configure_logging(args.log_level, args.log_format)
     log = structlog.get_logger("kbroker")
