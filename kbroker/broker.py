@@ -3,8 +3,9 @@
 server.serve builds them in this order: configuration and logs (LogManager.startup), the
 broker itself (its fetch waiters subscribe to every partition's appends; its producer id
 manager reads its block file), the group coordinator (replays __consumer_offsets), then the
-transaction coordinator (replays __transaction_state, completes prepared transactions: its
-markers may publish transactional offsets, so it comes after the groups). The handler
+share-group coordinator, then the transaction coordinator (replays __transaction_state,
+completes prepared transactions: its markers may publish transactional offsets, so it comes
+after the groups). The handler
 registry is not part of it (kbroker.handlers.registry; the connections get it from the server).
 """
 
@@ -26,6 +27,7 @@ from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
     from kbroker.group.runtime import GroupRuntime
+    from kbroker.share.runtime import ShareRuntime
     from kbroker.txn.runtime import TxnRuntime
 
 log = structlog.get_logger(__name__)
@@ -42,6 +44,7 @@ class Broker:
     fetch_waiters: FetchWaiters = field(init=False)  # long-poll fetches, woken by every partition's appends
     producer_ids: ProducerIdManager = field(init=False)  # <data-dir>/producer-id-block
     groups: GroupRuntime | None = None  # set once the group coordinator has loaded (group_runtime())
+    shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
 
     def __post_init__(self) -> None:

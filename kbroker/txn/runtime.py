@@ -94,13 +94,14 @@ class TxnRuntime:
         self.abort_interval_ms = config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
         self.expiry_interval_ms = config.get_int("transaction.remove.expired.transaction.cleanup.interval.ms")
         self.state_log = LogStateLog(TxnStateStore(broker.logs, config.get_int("transaction.state.log.num.partitions")))
+        self.marker_writer = LogMarkerWriter(broker, on_marker=self._on_marker(broker))
         self.coordinator = TransactionCoordinator(
             TxnConfig(
                 max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
                 id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
             ),
             self.state_log,
-            LogMarkerWriter(broker, on_marker=self._on_marker(broker)),
+            self.marker_writer,
             broker.producer_ids.generate,
             wall_clock_ms,
         )
@@ -177,3 +178,11 @@ def transaction_coordinator(broker: Broker) -> TransactionCoordinator:
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.coordinator
+
+
+def marker_writer(broker: Broker) -> LogMarkerWriter:
+    """The writer the coordinator uses, for WriteTxnMarkers; COORDINATOR_NOT_AVAILABLE before it is built."""
+    runtime = broker.transactions
+    if runtime is None:
+        raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return runtime.marker_writer
