@@ -18,6 +18,7 @@ from pathlib import Path
 import structlog
 
 from kbroker.log.config import LogConfig
+from kbroker.log.files import OpenFiles
 from kbroker.log.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -75,13 +76,21 @@ def load_segments(
     log_start_offset: int,
     recovery_point: int,
     clean_shutdown: bool,
+    files: OpenFiles | None = None,
 ) -> tuple[list[LogSegment], RecoveryStats]:
     """Open (and when needed recover) the segments of `directory`; the list is never empty."""
     started = time.perf_counter()
-    segments = [LogSegment.open(directory, base, config) for base in _remove_leftovers(directory)]
+    segments = []
+    try:
+        for base in _remove_leftovers(directory):
+            segments.append(LogSegment.open(directory, base, config, files))
+    except OSError:
+        for segment in segments:
+            segment.close()
+        raise
     stats = RecoveryStats()
     if not segments:
-        segments.append(LogSegment.create(directory, log_start_offset, config))
+        segments.append(LogSegment.create(directory, log_start_offset, config, files))
         return segments, stats
     if clean_shutdown:
         try:

@@ -31,6 +31,7 @@ from kbroker.log.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kbroker.log.files import OpenFiles
 from kbroker.log.metadata import (
     TOPICS_DIR,
     TopicMetadata,
@@ -67,8 +68,11 @@ class LogManager:
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
         flush_check_interval_ms: int = 1_000,
+        open_files: OpenFiles | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        # a bound on open segment descriptors, from RLIMIT_NOFILE (see files.py)
+        self.open_files = open_files if open_files is not None else OpenFiles.for_process()
         self.default_config = default_config or LogConfig()
         self._own_executor = executor is None
         self.executor: Executor = executor or ThreadPoolExecutor(flush_threads, thread_name_prefix="kbroker-fsync")
@@ -117,6 +121,8 @@ class LogManager:
             clean_shutdown=self.had_clean_shutdown,
             topics=len(self._topics),
             partitions=len(self._logs),
+            open_segment_files=len(self.open_files),
+            open_segment_files_bound=self.open_files.capacity,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -168,6 +174,7 @@ class LogManager:
             recovery_point=recovery_point,
             clean_shutdown=self.had_clean_shutdown,
             executor=self.executor,
+            files=self.open_files,
         )
 
     async def shutdown(self) -> None:
@@ -228,7 +235,9 @@ class LogManager:
             shutil.rmtree(directory)  # a leftover: topics are created empty
         directory.mkdir()
         write_partition_metadata(directory, metadata.topic_id)
-        partition_log = PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor)
+        partition_log = PartitionLog.open(
+            directory, self._configs[metadata.name], executor=self.executor, files=self.open_files
+        )
         self._logs[(metadata.name, partition)] = partition_log
         return partition_log
 
