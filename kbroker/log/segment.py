@@ -16,14 +16,18 @@ from typing import NamedTuple
 
 import structlog
 
+from kbroker.log.checkpoint import fsync_directory
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError
 from kbroker.log.files import OpenFiles
 from kbroker.log.index import OFFSET_ENTRY, IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
 from kbroker.log.scan import (
+    MAX_RELATIVE_OFFSET,
+    RECOVERY_CHUNK,
     BatchHeader,
     InvalidBatchError,
     find_batch_from,
+    find_next_batch,
     iter_headers,
     last_batch_end,
     scan_and_index,
@@ -53,8 +57,9 @@ class AppendedBatch(NamedTuple):
 
 class SegmentRecovery(NamedTuple):
     bytes_scanned: int
-    bytes_truncated: int
+    bytes_truncated: int  # lost: cut and not salvaged
     reason: str | None
+    salvaged_base: int | None = None  # the new segment holding the intact batches after the damage
 
 
 def segment_name(base_offset: int) -> str:
@@ -331,14 +336,43 @@ class LogSegment:
         """Check every batch (CRC, offsets increasing from the base offset), rebuild the indexes, cut at the first bad byte."""
         error = self._scan(verify_crc=True)
         valid_end = self._scan_end
-        truncated = self.size - valid_end
-        if truncated:
+        cut = self.size - valid_end
+        salvaged = self._salvage(valid_end) if error is not None else None
+        lost = cut if salvaged is None else salvaged[1] - valid_end
+        if cut:
             os.ftruncate(self.fd, valid_end)
             self.size = valid_end
         self.write_indexes(fsync=True)
         os.fsync(self.fd)
         self.indexes_durable = True
-        return SegmentRecovery(valid_end, truncated, error.reason if error else None)
+        return SegmentRecovery(valid_end, lost, error.reason if error else None, salvaged and salvaged[0])
+
+    def _salvage(self, damaged_at: int) -> tuple[int, int] | None:
+        """Copy the intact batches after a damaged range into a new segment named by the first one's
+        base offset, before the cut: (its base offset, where it started here), or None when there are none."""
+        found = find_next_batch(
+            self.fd, damaged_at + 1, self.size, self.next_offset, self.base_offset + MAX_RELATIVE_OFFSET
+        )
+        if found is None:
+            return None
+        position, base = found
+        path = self.directory / (segment_name(base) + LOG_SUFFIX)
+        if path.exists():
+            return None  # copied by an earlier recovery that stopped before the cut; it is loaded already
+        temp = path.with_name(path.name + ".tmp")
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for at in range(position, self.size, RECOVERY_CHUNK):
+                chunk = os.pread(self.fd, min(RECOVERY_CHUNK, self.size - at), at)
+                if not chunk:
+                    raise OSError(errno.EIO, f"{self.log_path}: short read at {at}")
+                _write_fully(out, chunk, at - position)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        temp.rename(path)
+        fsync_directory(self.directory)
+        return base, position
 
     # -- append --------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:

@@ -156,8 +156,9 @@ def test_a_batch_below_its_segment_base_is_damage(tmp_path):
     write_segment(tmp_path / "t-0", 0, [(0, 2)], written)
     write_segment(tmp_path / "t-0", 50, [(40, 2), (60, 1)], written)
     log = open_log(tmp_path / "t-0", clean=False)
-    assert [b.base_offset for b in log.batches()] == [0]
-    assert log.log_end_offset == 50  # the emptied active segment keeps its base offset
+    # the batch at 40 is cut; the one at 60 after it is intact and moves to a segment of its own
+    assert [b.base_offset for b in log.batches()] == [0, 60]
+    assert [s.base_offset for s in log.segments] == [0, 60] and log.log_end_offset == 61
     log.close()
 
 
