@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import resource
 from collections import OrderedDict
+from pathlib import Path
 from typing import Protocol
 
 import structlog
@@ -36,13 +37,21 @@ class _HasFile(Protocol):
 def raise_open_file_limit() -> tuple[int, int]:
     """Raise the soft RLIMIT_NOFILE to the hard limit; return (soft, hard) as they now are."""
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft != hard:
+    target = hard if hard != resource.RLIM_INFINITY else _kernel_max()  # "unlimited" is capped by nr_open
+    if soft != resource.RLIM_INFINITY and soft < target:
         try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-            soft = hard
-        except (ValueError, OSError) as error:  # e.g. a hard limit above the kernel's nr_open
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError) as error:
             log.warning("open_file_limit_not_raised", soft=soft, hard=hard, error=str(error))
     return soft, hard
+
+
+def _kernel_max() -> int:
+    try:
+        return int(Path("/proc/sys/fs/nr_open").read_text())
+    except (OSError, ValueError):
+        return 1 << 20
 
 
 def capacity_for_limit(soft: int) -> int:
