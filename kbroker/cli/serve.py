@@ -147,6 +147,10 @@ def serve_command(args: argparse.Namespace) -> int:
     log = structlog.get_logger("kbroker")
     for name in config.ignored_settings():
         log.warning("config_ignored", name=name, reason=BROKER_PROPERTIES[name].note)
+    from kbroker.log.files import raise_open_file_limit
+
+    soft, hard = raise_open_file_limit()  # thousands of partitions need descriptors (more: log/files.py)
+    log.info("open_file_limit", soft=soft, hard=hard)
     try:
         server = importlib.import_module("kbroker.server")  # late: the CLI and --help need not load it
     except ModuleNotFoundError as exc:

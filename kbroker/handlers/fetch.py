@@ -133,7 +133,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                     if read_committed
                     else None,
                     "preferred_read_replica": -1,
-                    "records": FileChunk(region) if region is not None else b"",
+                    "records": b"" if region is None else FileChunk(region) if region.data is None else region.data,
                 }
             )
         responses.append({"topic": name, "partitions": partitions})
