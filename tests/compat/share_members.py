@@ -52,7 +52,7 @@ def _java_classes() -> Path:
 
 
 class ShareMember:
-    """One member process speaking JSON lines."""
+    """One member process speaking JSON lines; the answer to "start" is read by the first `call` or `receive`."""
 
     def __init__(self, kind: str, bootstrap: str, group: str, topic: str, configs: dict[str, str] | None = None):
         self.kind = kind
@@ -71,12 +71,20 @@ class ShareMember:
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             start_new_session=True,
         )
-        self.call("start", bootstrap=bootstrap, group=group, topic=topic, configs=configs or {})
+        self.send("start", bootstrap=bootstrap, group=group, topic=topic, configs=configs or {})
 
     def call(self, op: str, **args: Any) -> dict[str, Any]:
-        assert self.process.stdin is not None and self.process.stdout is not None
+        self.send(op, **args)
+        return self.receive()
+
+    def send(self, op: str, **args: Any) -> None:
+        """Send a command without waiting for its answer (members started or polled side by side)."""
+        assert self.process.stdin is not None
         self.process.stdin.write(json.dumps({"op": op, **args}) + "\n")
         self.process.stdin.flush()
+
+    def receive(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
         line = self.process.stdout.readline()
         if not line:
             raise RuntimeError(f"{self.kind} share member exited ({self.process.poll()})")
@@ -86,7 +94,10 @@ class ShareMember:
         return dict(answer)
 
     def poll(self, ack: str = "accept", timeout_ms: int = 1000) -> list[Delivered]:
-        answer = self.call("poll", ack=ack, timeout_ms=timeout_ms)
+        return self.polled(self.call("poll", ack=ack, timeout_ms=timeout_ms))
+
+    @staticmethod
+    def polled(answer: dict[str, Any]) -> list[Delivered]:
         return [Delivered(r["partition"], r["offset"], r["value"], r["delivery_count"]) for r in answer["records"]]
 
     def close(self) -> None:

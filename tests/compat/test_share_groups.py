@@ -25,6 +25,7 @@ from tests.compat.share_members import Delivered, ShareMember
 KINDS = ["java", "confluent"]
 OWN_BROKER = not os.environ.get("KBROKER_BOOTSTRAP")
 LOCK_MS = 2000 if OWN_BROKER else 15000
+JOIN_POLL_MS = 1000 if OWN_BROKER else 2000
 
 
 def _setup(bootstrap: str, partitions: int) -> tuple[str, str]:
@@ -83,10 +84,14 @@ def members(bootstrap: str) -> Iterator[list[ShareMember]]:
 
 
 def _join(members: list[ShareMember], kind: str, bootstrap: str, group: str, topic: str, count: int) -> None:
-    for _ in range(count):
-        members.append(ShareMember(kind, bootstrap, group, topic))
-    for member in members:  # the first poll joins the group and is assigned
-        assert member.poll(timeout_ms=2000) == []
+    joining = [ShareMember(kind, bootstrap, group, topic) for _ in range(count)]
+    members.extend(joining)
+    for member in joining:
+        member.receive()
+    for member in joining:  # the first poll joins the group and is assigned
+        member.send("poll", ack="accept", timeout_ms=JOIN_POLL_MS)
+    for member in joining:
+        assert member.polled(member.receive()) == []
 
 
 def _consume(
