@@ -1,6 +1,6 @@
 """The BROKER_LOGGER config resource: each logger's level, read and changed at run time, as Kafka's.
 
-A logger is "root" or a kbroker module (kbroker/logs.py); levels use Kafka's names (TRACE, DEBUG,
+A logger is "root" or a kbroker module (kbroker/logging_setup.py); levels use Kafka's names (TRACE, DEBUG,
 INFO, WARN, ERROR, FATAL). Only IncrementalAlterConfigs changes them: SET gives a logger its own
 level, DELETE makes it take its parent's again (never for root), APPEND and SUBTRACT are refused.
 Levels are not persisted: a restart goes back to --log-level, as Kafka goes back to its log4j file.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kbroker import logs
+from kbroker import logging_setup as logs
 from kbroker.config import ConfigEntry, ConfigSource
 from kbroker.config_defs import ConfigType
 from kbroker.context import RequestContext
