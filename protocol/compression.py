@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import cramjam
 
-from protocol.records import InvalidRecordError
+from protocol.errors import InvalidRecordError
 
 NONE = 0
 GZIP = 1

@@ -23,8 +23,9 @@ from typing import NamedTuple
 import structlog
 
 from kbroker.log import AppendInfo, KafkaStorageError, LogManager, PartitionLog, TopicExistsError
+from protocol.errors import InvalidRecordError
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import InvalidRecordError, iter_batches
+from protocol.records import iter_batches
 
 log = structlog.get_logger(__name__)
 

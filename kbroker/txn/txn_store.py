@@ -20,8 +20,8 @@ from collections.abc import Iterator, Sequence
 import structlog
 
 from kbroker.log import AppendInfo, KafkaStorageError, LogManager, PartitionLog, TopicExistsError
+from protocol.errors import InvalidRecordError
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import InvalidRecordError
 
 log = structlog.get_logger(__name__)
 

@@ -27,7 +27,7 @@ from protocol.compression import (
     compress,
     decompress,
 )
-from protocol.records import InvalidRecordError
+from protocol.errors import InvalidRecordError
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 PAYLOADS = {
