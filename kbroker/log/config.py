@@ -35,6 +35,8 @@ class LogConfig:
     flush_ms: int = LONG_MAX  # flush.ms
     max_message_bytes: int = 1048588  # max.message.bytes
     message_timestamp_type: str = CREATE_TIME  # message.timestamp.type
+    message_timestamp_before_max_ms: int = LONG_MAX  # message.timestamp.before.max.ms
+    message_timestamp_after_max_ms: int = 3_600_000  # message.timestamp.after.max.ms (Kafka 4: one hour)
     cleanup_policy: str = "delete"  # cleanup.policy
     file_delete_delay_ms: int = 60000  # file.delete.delay.ms
     fsync_before_ack: bool = False  # kbroker.fsync.before.ack: fsync before an acks=all produce is acknowledged
@@ -64,6 +66,11 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compacted(self) -> bool:
+        """cleanup.policy contains compact: every produced record needs a key."""
+        return "compact" in self.cleanup_policy.split(",")
 
 
 def _long(minimum: int, maximum: int = LONG_MAX) -> Callable[[str, Any], int]:
@@ -114,6 +121,8 @@ _PROPERTIES: dict[str, tuple[str, Callable[[str, Any], Any]]] = {
     "flush.ms": ("flush_ms", _long(0)),
     "max.message.bytes": ("max_message_bytes", _long(0, INT_MAX)),
     "message.timestamp.type": ("message_timestamp_type", _timestamp_type),
+    "message.timestamp.before.max.ms": ("message_timestamp_before_max_ms", _long(0)),
+    "message.timestamp.after.max.ms": ("message_timestamp_after_max_ms", _long(0)),
     "cleanup.policy": ("cleanup_policy", _cleanup_policy),
     "file.delete.delay.ms": ("file_delete_delay_ms", _long(0)),
     "kbroker.fsync.before.ack": ("fsync_before_ack", _boolean),
@@ -137,8 +146,6 @@ OTHER_TOPIC_CONFIGS = frozenset(
         "max.compaction.lag.ms",
         "message.downconversion.enable",
         "message.format.version",
-        "message.timestamp.after.max.ms",
-        "message.timestamp.before.max.ms",
         "message.timestamp.difference.max.ms",
         "min.cleanable.dirty.ratio",
         "min.compaction.lag.ms",
@@ -165,6 +172,8 @@ BROKER_PROPERTIES: dict[str, tuple[tuple[str, int], ...]] = {
     "flush.ms": (("log.flush.interval.ms", 1),),
     "max.message.bytes": (("message.max.bytes", 1),),
     "message.timestamp.type": (("log.message.timestamp.type", 0),),
+    "message.timestamp.before.max.ms": (("log.message.timestamp.before.max.ms", 1),),
+    "message.timestamp.after.max.ms": (("log.message.timestamp.after.max.ms", 1),),
     "cleanup.policy": (("log.cleanup.policy", 0),),
     "file.delete.delay.ms": (("log.segment.delete.delay.ms", 1),),
     "kbroker.fsync.before.ack": (("kbroker.fsync.before.ack", 0),),
