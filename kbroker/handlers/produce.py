@@ -10,10 +10,11 @@ Per partition, in Kafka's order: exactly one v2 batch (INVALID_RECORD), zstd onl
 from v7 (UNSUPPORTED_COMPRESSION_TYPE), base offset 0 (INVALID_RECORD), size within
 max.message.bytes (MESSAGE_TOO_LARGE), CRC-32C (CORRUPT_MESSAGE), record count
 consistent with the last offset delta, no control batches, a sequence when there is
-a producer id (INVALID_RECORD); then the records themselves, as Kafka's LogValidator
-walks them (kbroker/log/validator.py: structure, decompression, compacted keys,
-timestamps; INVALID_RECORD / INVALID_TIMESTAMP with per-record errors from v8,
-UNKNOWN_SERVER_ERROR where Kafka fails too). A refused batch appends nothing.
+a producer id (INVALID_RECORD); then, in the partition's `append_as_leader`, the
+records themselves as Kafka's LogValidator walks them (kbroker/log/validator.py:
+structure, decompression, compacted keys, timestamps; INVALID_RECORD /
+INVALID_TIMESTAMP with per-record errors from v8, UNKNOWN_SERVER_ERROR where Kafka
+fails too). A refused batch appends nothing.
 
 A partition named more than once in a request (in one topic entry or in two) is
 answered once, and only its last batch is appended: Kafka keys the request's
@@ -25,8 +26,9 @@ negative values included): so does kbroker. An fsync before the answer
 flush.messages also fsyncs inside the append.
 
 Producer ids: until InitProducerId is served, no client can own one, so batches
-carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, idempotent
-batches go through the partition's producer state (kbroker/txn): a duplicate of one
+carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, the batch goes to
+the partition's `append_as_leader` (kbroker/log/unified_log.py), whose producer state answers a
+duplicate of one
 of the producer's last 5 batches is answered with its original offsets and not
 appended; a gap or a stale epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER,
 INVALID_PRODUCER_EPOCH). A transactional batch must belong to its producer's ongoing
@@ -42,20 +44,18 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
-from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
-from kbroker.log.validator import RecordError, RecordValidationError, validate_records
-from kbroker.txn import DuplicateBatch, ProducerStateError, producer_states
+from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
+from kbroker.log.producer_state import ProducerStateError
+from kbroker.log.validator import RecordError, RecordValidationError
 from kbroker.txn.runtime import transaction_coordinator
-from kbroker.waiters import notify_append
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaProtocolError
-from protocol.records import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordError, RecordBatch
+from protocol.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
+from protocol.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 
 LEADER_EPOCH = 0  # the epoch Metadata reports; stamped into every appended batch
 ZSTD = 4
@@ -79,9 +79,8 @@ class PartitionError(Exception):
 @handles(ApiKey.PRODUCE, "3-11", advertise_min=0)
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     acks = request["acks"]
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]] = []
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
     refused: list[str] = []
-    now = int(time.time() * 1000)
     failed = False
     responses = []
     for name, partitions in _last_entry_per_partition(request["topic_data"]):
@@ -90,7 +89,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
             if acks not in (-1, 0, 1):
                 result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
             else:
-                result = _produce_partition(ctx, name, partition, acks, now, pending, refused)
+                result = _produce_partition(ctx, name, partition, acks, pending, refused)
             failed = failed or result["error_code"] != 0
             results.append(result)
         responses.append({"name": name, "partition_responses": results})
@@ -121,12 +120,11 @@ def _produce_partition(
     topic: str,
     partition: dict[str, Any],
     acks: int,
-    now: int,
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
     refused: list[str],
 ) -> dict[str, Any]:
     index = partition["index"]
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
     if topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
@@ -134,15 +132,7 @@ def _produce_partition(
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch, topic, index)
-        validate_records(batch, log.config, now, f"{topic}-{index}")
-        state = producer_states(ctx.broker).for_log(log) if batch.has_producer_id else None
-        duplicate = state.check(batch) if state is not None else None
-        if duplicate is not None:
-            info = _duplicate_info(log, duplicate)
-        else:
-            info = log.append(batch.view(), leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]  # a writable view
-            if state is not None:
-                state.record(batch, info.base_offset, info.max_timestamp)
+        info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=LEADER_EPOCH)
     except RecordValidationError as error:
         refused.append(f"{topic}-{index}: {error.code.name}: {error.message[:200]}")
         return _error(index, error.code, log, error.message, error.record_errors)
@@ -155,8 +145,6 @@ def _produce_partition(
     except KafkaStorageError as error:
         ctx.log.error("produce_storage_error", topic=topic, partition=index, error=str(error))
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, log, None)
-    if duplicate is None:
-        notify_append(ctx.broker, topic, index, batch.size)
     result = {
         "index": index,
         "error_code": 0,
@@ -234,18 +222,10 @@ def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: 
             raise PartitionError(code, "the partition is not part of the producer's ongoing transaction")
 
 
-def _duplicate_info(log: PartitionLog, duplicate: DuplicateBatch) -> AppendInfo:
-    """The answer to a retried batch: its original offsets (Kafka also reports its stored timestamp)."""
-    append_time = duplicate.timestamp if log.config.log_append_time else -1
-    return AppendInfo(
-        duplicate.base_offset, duplicate.last_offset, append_time, log.log_start_offset, duplicate.timestamp, False
-    )
-
-
 def _error(
     index: int,
     code: ErrorCode,
-    log: PartitionLog | None,
+    log: UnifiedLog | None,
     message: str | None,
     record_errors: tuple[RecordError, ...] = (),
 ) -> dict[str, Any]:
@@ -264,12 +244,12 @@ def _error(
 
 async def _after_flush(
     ctx: RequestContext,
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
     response: dict[str, Any],
 ) -> dict[str, Any]:
     """Answer once every appended partition that needs it is fsynced (one group commit per log)."""
     outcomes = await asyncio.gather(
-        *(log.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
+        *(log.local.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
     )
     for (result, log, _), outcome in zip(pending, outcomes, strict=True):
         if isinstance(outcome, BaseException):
