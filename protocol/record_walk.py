@@ -27,7 +27,8 @@ Speed. Nothing is allocated per record. Two ways through the records:
 - otherwise one Python loop over each record, its one- and two-byte varints read inline.
 
 A run is tried when at least ``RUN_MIN`` records remain; after a run shorter than that (records of
-varying sizes) the next ``BACKOFF`` records go through the loop before the next try.
+varying sizes) the next ``BACKOFF`` records go through the loop before the next try, twice as many
+after each further miss (up to ``MAX_BACKOFF``), so that varying records cost little more than the loop.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from protocol.primitives import DecodeError, read_varint, read_varlong
 
 RUN_MIN = 8
 BACKOFF = 32
+MAX_BACKOFF = 1024
 _FAR = 1 << 64
 _LOW_BYTE = re.compile(b"[\\x00-\\x7f]")
 _HIGH_BYTE = re.compile(b"[\\x80-\\xff]")
@@ -84,6 +86,7 @@ def _walk(data: bytes, count: int) -> RecordsSummary:
     null_keys = 0
     in_order = True
     next_try = 0
+    backoff = BACKOFF
     while index < count:
         if index >= next_try and count - index >= RUN_MIN:
             run = _uniform_run(data, pos, index, count)
@@ -95,8 +98,10 @@ def _walk(data: bytes, count: int) -> RecordsSummary:
                 high = max(high, run_high)
                 null_keys += run_nulls
                 if records >= RUN_MIN:
+                    backoff = BACKOFF
                     continue
-            next_try = index + BACKOFF
+            next_try = index + backoff
+            backoff = min(2 * backoff, MAX_BACKOFF)
             continue
         stop = count if count - index < RUN_MIN else min(count, max(next_try, index + 1))
         pos, loop_low, loop_high, loop_nulls, loop_in_order = _walk_loop(data, pos, index, stop)
@@ -146,7 +151,13 @@ def _walk_loop(data: bytes, pos: int, first: int, stop: int) -> tuple[int, int, 
             delta = (b >> 1) ^ -(b & 1)
             pos += 2
         else:
-            delta, pos = read_varlong(data, pos + 1)
+            c = data[pos + 2]
+            if c < 0x80:
+                raw = (b & 0x7F) | (c << 7)
+                delta = (raw >> 1) ^ -(raw & 1)
+                pos += 3
+            else:
+                delta, pos = read_varlong(data, pos + 1)
         if delta < low:
             low = delta
         if delta > high:
