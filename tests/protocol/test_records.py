@@ -317,6 +317,20 @@ def test_malformed_records_raise(name: str) -> None:
         list(batch.records())
 
 
+def test_records_read_as_kafka_reads_them() -> None:
+    """Java's DefaultRecord: any negative key or value length is null, header keys are not checked for UTF-8
+    (Java's String replaces malformed bytes), a five-byte varint wraps to 32 bits."""
+    negative = zigzag(6) + b"\x00\x00\x00" + zigzag(-2) + zigzag(-7) + b"\x00"
+    (record,) = RecordBatch(batch_with_body(negative, 1)).records()
+    assert (record.key, record.value) == (None, None)
+    header = b"\x00\x00\x00\x01\x01" + zigzag(1) + zigzag(2) + b"\xff\xfe" + zigzag(-1)
+    (record,) = RecordBatch(batch_with_body(zigzag(len(header)) + header, 1)).records()
+    assert record.headers == [("\ufffd\ufffd", None)]
+    wrapped = b"\x00\x00" + b"\xfe\xff\xff\xff\x7f" + b"\x01\x01\x00"  # offset delta: Java keeps 32 bits, 2**31 - 1
+    (record,) = RecordBatch(batch_with_body(zigzag(len(wrapped)) + wrapped, 1, base_offset=100)).records()
+    assert record.offset == 100 + 2147483647
+
+
 def test_hand_written_record_decodes() -> None:
     body = raw_record(timestamp_delta=-5, offset_delta=3, key=None, value=b"x")
     batch = RecordBatch(batch_with_body(body, 1, base_offset=10, base_timestamp=100))
