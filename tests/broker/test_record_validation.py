@@ -213,6 +213,7 @@ STRUCTURE: dict[str, Callable[[], bytes]] = {
         zigzag(8) + b"\x00\x00\x00\x01\x01" + zigzag(1) + zigzag(-1) + zigzag(-1), 1
     ),
     "bytes after the last record": lambda: batch(two_records() + b"\x00", 2),
+    "record length zero": lambda: batch(zigzag(0) + two_records(), 3),
     "compressed bytes after the last record": lambda: batch(
         compression.compress(compression.ZSTD, two_records() + b"\x00\x00"), 2, attributes=compression.ZSTD
     ),
@@ -338,6 +339,15 @@ def test_producer_set_log_append_time_with_a_valid_time_on_a_create_time_topic(r
     assert produce(raw, topic, batch(two_records(), 2, attributes=LOG_APPEND_TIME_BIT))["error_code"] == 0
 
 
+def test_a_timestamp_delta_of_long_min_wraps_as_in_java(raw: RawClient, target: str) -> None:
+    """A ten-byte varlong delta of Long.MIN_VALUE: Kafka adds it to the base timestamp and subtracts it from
+    now in long arithmetic; the result falls outside the default hour after now, for record 1 only."""
+    body = b"\x00" + b"\xff" * 9 + b"\x01" + b"\x02\x01\x01\x00"
+    records = batch(raw_record() + zigzag(len(body)) + body, 2)
+    answer = refused_and_still_readable(raw, target, new_topic(raw), records, E.INVALID_TIMESTAMP)
+    assert _indexes(answer) == [1]
+
+
 def test_versions_before_8_get_the_code_only(raw: RawClient, target: str) -> None:
     records = batch(two_records(), 2, timestamp=now_ms() + 2 * HOUR)
     answer = refused_and_still_readable(raw, target, new_topic(raw), records, E.INVALID_TIMESTAMP, version=7)
@@ -365,6 +375,12 @@ ACCEPTED: dict[str, Callable[[], bytes]] = {
     ),
     "raw snappy block": lambda: batch(
         compression.compress(compression.SNAPPY, two_records(), snappy_xerial=False), 2, attributes=compression.SNAPPY
+    ),
+    "record length in five bytes": lambda: batch(
+        (lambda b: bytes((len(b) << 1 | 0x80,)) + b"\x80\x80\x80\x00" + b)(b"\x00\x00\x00\x01\x01\x00"), 1
+    ),
+    "header with a null value": lambda: batch(
+        (lambda b: zigzag(len(b)) + b)(b"\x00\x00\x00\x01\x01" + zigzag(1) + zigzag(1) + b"h" + zigzag(-1)), 1
     ),
 }
 
