@@ -38,7 +38,7 @@ import re
 from typing import NamedTuple
 
 from protocol.errors import InvalidRecordError
-from protocol.primitives import DecodeError, read_varint, read_varlong
+from protocol.primitives import Buffer, DecodeError, read_varint, read_varlong
 
 RUN_MIN = 8
 BACKOFF = 32
@@ -66,8 +66,12 @@ class RecordsSummary(NamedTuple):
     offsets_in_order: bool
 
 
-def walk_records(data: bytes, count: int) -> RecordsSummary:
-    """Check that ``data`` holds exactly ``count`` well-formed records (see the module docstring)."""
+def walk_records(data: Buffer, count: int) -> RecordsSummary:
+    """Check that ``data`` holds exactly ``count`` well-formed records (see the module docstring).
+
+    ``data`` is the records section, bytes (fastest: the validator copies uncompressed records once,
+    about 45 us per MiB, which the loop repays) or any buffer.
+    """
     if count < 0:
         raise InvalidRecordError(f"invalid record count {count}")
     try:
@@ -78,7 +82,7 @@ def walk_records(data: bytes, count: int) -> RecordsSummary:
         raise InvalidRecordError(f"invalid record structure: {error}") from None
 
 
-def _walk(data: bytes, count: int) -> RecordsSummary:
+def _walk(data: Buffer, count: int) -> RecordsSummary:
     pos = 0
     index = 0
     low = _FAR
@@ -120,7 +124,7 @@ def _walk(data: bytes, count: int) -> RecordsSummary:
 # -- the loop -----------------------------------------------------------------------------
 
 
-def _walk_loop(data: bytes, pos: int, first: int, stop: int) -> tuple[int, int, int, int, bool]:
+def _walk_loop(data: Buffer, pos: int, first: int, stop: int) -> tuple[int, int, int, int, bool]:
     """Records first..stop-1 one by one; (position after them, low, high, null keys, in order).
 
     Reads may run past a record's end (never past the data: IndexError); the length check after
@@ -218,7 +222,7 @@ def _walk_loop(data: bytes, pos: int, first: int, stop: int) -> tuple[int, int, 
     return pos, low, high, null_keys, in_order
 
 
-def _skip_headers(data: bytes, pos: int) -> int:
+def _skip_headers(data: Buffer, pos: int) -> int:
     """The position after a record's headers (header count varint, then key/value pairs)."""
     headers, pos = read_varint(data, pos)
     if headers < 0:
@@ -250,7 +254,7 @@ class _Shape(NamedTuple):
     null_key: bool
 
 
-def _uniform_run(data: bytes, pos: int, index: int, count: int) -> tuple[int, int, int, int, int] | None:
+def _uniform_run(data: Buffer, pos: int, index: int, count: int) -> tuple[int, int, int, int, int] | None:
     """The longest run of records shaped like the one at ``pos``: (records, size, low, high, null keys).
 
     None when that record cannot start a run (headers, a long varint, its offset delta out of order).
@@ -275,30 +279,33 @@ def _uniform_run(data: bytes, pos: int, index: int, count: int) -> tuple[int, in
     return records, size, low_delta, high_delta, records if shape.null_key else 0
 
 
-def _fitting(data: bytes, pos: int, index: int, records: int, shape: _Shape) -> int:
-    """How many of the ``records`` records from ``pos`` have ``shape`` (see the module docstring)."""
+def _fitting(data: Buffer, pos: int, index: int, records: int, shape: _Shape) -> int:
+    """How many of the ``records`` records from ``pos`` have ``shape`` (see the module docstring).
+
+    Each column is one strided slice, made bytes (a copy of one byte per record; none for bytes).
+    """
     size = shape.size
     stop = pos + records * size
     fit = records
     for offset, byte in shape.constants:
-        column = data[pos + offset : stop : size]
+        column = bytes(data[pos + offset : stop : size])
         if column.count(byte) != records:
             fit = min(fit, records - len(column.lstrip(bytes((byte,)))))
     at = pos + shape.timestamp_at
     if shape.timestamp_bytes == 2:
         # the first byte of each delta continues (>= 0x80), the second ends it
-        column = data[at:stop:size]
+        column = bytes(data[at:stop:size])
         low = _LOW_BYTE.search(column)
         if low is not None:
             fit = min(fit, low.start())
         at += 1
-    column = data[at:stop:size]
+    column = bytes(data[at:stop:size])
     if not column.isascii():
         fit = min(fit, _HIGH_BYTE.search(column).start())  # type: ignore[union-attr]
     first_index = _OFFSET_CLASSES[shape.offset_bytes][0]
     at = pos + shape.offset_at
     for byte in range(shape.offset_bytes):
-        column = data[at + byte : stop : size]
+        column = bytes(data[at + byte : stop : size])
         expected = _offset_delta_bytes(shape.offset_bytes, byte)[index - first_index : index - first_index + records]
         if column != expected:
             fit = min(fit, _common_prefix(column, expected))
@@ -317,7 +324,7 @@ def _common_prefix(a: bytes, b: bytes) -> int:
     return low
 
 
-def _shape(data: bytes, pos: int, index: int) -> _Shape | None:
+def _shape(data: Buffer, pos: int, index: int) -> _Shape | None:
     """Decode the record at ``pos`` (exactly as the loop would) and describe its layout."""
     length, start = read_varint(data, pos)
     attributes_at = start

@@ -74,6 +74,7 @@ def validate_records(batch: RecordBatch, config: LogConfig, now: int, topic_part
 
 def _walk(batch: RecordBatch) -> RecordsSummary:
     try:
+        # uncompressed records are copied too: the walk indexes bytes faster than a memoryview
         return walk_records(batch.records_data(MAX_DECOMPRESSED_BYTES), batch.records_count)
     except DecompressedSizeError as error:
         raise RecordValidationError(ErrorCode.INVALID_RECORD, f"records refused: {error}") from None

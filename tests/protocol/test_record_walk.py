@@ -41,11 +41,15 @@ def _decoded(data: bytes, count: int) -> list[tuple[int, int, bool]] | None:
 
 def _check_agrees(data: bytes, count: int) -> None:
     expected = _decoded(data, count)
+    in_place = memoryview(bytearray(b"\xff" + data + b"\x00\xff"))[1 : 1 + len(data)]  # as in a request frame
     try:
         summary = walk_records(data, count)
     except InvalidRecordError:
         assert expected is None, "the walk refused records the decoder reads"
+        with pytest.raises(InvalidRecordError):
+            walk_records(in_place, count)
         return
+    assert walk_records(in_place, count) == summary
     assert expected is not None, "the walk accepted records the decoder refuses"
     assert summary.records == count == len(expected)
     assert summary.null_keys == sum(null for _, _, null in expected)
