@@ -44,6 +44,7 @@ RUN_MIN = 8
 BACKOFF = 32
 MAX_BACKOFF = 1024
 _FAR = 1 << 64
+_ZIGZAG = [(b >> 1) ^ -(b & 1) for b in range(0x80)]  # one-byte zigzag varints, decoded
 _LOW_BYTE = re.compile(b"[\\x00-\\x7f]")
 _HIGH_BYTE = re.compile(b"[\\x80-\\xff]")
 # offset deltas of 1, 2 and 3 bytes: the records indexes each size class covers
@@ -128,17 +129,17 @@ def _walk_loop(data: Buffer, pos: int, first: int, stop: int) -> tuple[int, int,
     """Records first..stop-1 one by one; (position after them, low, high, null keys, in order).
 
     Reads may run past a record's end (never past the data: IndexError); the length check after
-    each record refuses that.
+    each record refuses that. The timestamp bounds come from the widest zigzag-encoded delta.
     """
-    low = _FAR
-    high = -_FAR
+    widest = 0  # largest zigzag-encoded timestamp delta: |delta| <= (widest + 1) / 2
     null_keys = 0
     in_order = True
-    for index in range(first, stop):
+    zigzag = _ZIGZAG
+    for expected in range(first << 1, stop << 1, 2):  # zigzag of the record index: 2 * index
         # length
         b = data[pos]
         if b < 0x80:
-            length = (b >> 1) ^ -(b & 1)
+            length = zigzag[b]
             pos += 1
         else:
             c = data[pos + 1]
@@ -152,35 +153,36 @@ def _walk_loop(data: Buffer, pos: int, first: int, stop: int) -> tuple[int, int,
         # attributes (one byte, not checked, as in Kafka), then the timestamp delta
         b = data[pos + 1]
         if b < 0x80:
-            delta = (b >> 1) ^ -(b & 1)
+            if b > widest:
+                widest = b
             pos += 2
         else:
             c = data[pos + 2]
             if c < 0x80:
                 raw = (b & 0x7F) | (c << 7)
-                delta = (raw >> 1) ^ -(raw & 1)
+                if raw > widest:
+                    widest = raw
                 pos += 3
             else:
                 delta, pos = read_varlong(data, pos + 1)
-        if delta < low:
-            low = delta
-        if delta > high:
-            high = delta
+                raw = (delta << 1) ^ (delta >> 63)
+                if raw > widest:
+                    widest = raw
         # offset delta
         b = data[pos]
         if b < 0x80:
-            if b != index << 1:
+            if b != expected:
                 in_order = False
             pos += 1
         else:
             c = data[pos + 1]
             if c < 0x80:
-                if (b & 0x7F) | (c << 7) != index << 1:
+                if (b & 0x7F) | (c << 7) != expected:
                     in_order = False
                 pos += 2
             else:
                 offset_delta, pos = read_varint(data, pos)
-                if offset_delta != index:
+                if offset_delta << 1 != expected:
                     in_order = False
         # key: an odd zigzag value is negative, a null
         b = data[pos]
@@ -218,8 +220,10 @@ def _walk_loop(data: Buffer, pos: int, first: int, stop: int) -> tuple[int, int,
         else:
             pos += 1
         if pos - start != length:
-            raise InvalidRecordError(f"record {index}: its fields take {pos - start} bytes, its length says {length}")
-    return pos, low, high, null_keys, in_order
+            raise InvalidRecordError(
+                f"record {expected >> 1}: its fields take {pos - start} bytes, its length says {length}"
+            )
+    return pos, -((widest + 1) >> 1), widest >> 1, null_keys, in_order
 
 
 def _skip_headers(data: Buffer, pos: int) -> int:
