@@ -74,7 +74,12 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             session.partitions.pop(key, None)
         if keys:
             runtime.release_member(group_id, member_id, keys)
-    await runtime.persist(group_id)
+    try:
+        await runtime.persist(group_id)
+    except KafkaStorageError as error:
+        ctx.log.error("share_state_write_failed", group=group_id, error=str(error))
+        for answer in answers.values():
+            answer["acknowledge_error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
     if epoch == FINAL_EPOCH:
         runtime.sessions.close(group_id, member_id)
         runtime.release_member(group_id, member_id, list(session.partitions))

@@ -20,6 +20,8 @@ import structlog
 from kbroker.share.coordinator import HeartbeatRequest, HeartbeatResult, ShareCoordinatorConfig, ShareGroupCoordinator
 from kbroker.share.partition import SharePartition, SharePartitionConfig
 from kbroker.share.sessions import ShareSessions
+from kbroker.share.state_records import ShareState, StateKey
+from kbroker.share.state_store import ShareStateStore
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -53,9 +55,12 @@ class ShareRuntime:
         coordinator_config: ShareCoordinatorConfig,
         partition_config: SharePartitionConfig,
         *,
+        state_partitions: int = 50,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.broker = broker
+        self.store = ShareStateStore(broker.logs, state_partitions)
+        self._background: set[asyncio.Task[None]] = set()
         self.clock = clock
         self.partition_config = partition_config
         self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count)
@@ -100,6 +105,8 @@ class ShareRuntime:
             start = self._reset_offset(partition_log, settings.auto_offset_reset)
             partition = self.partitions[key] = SharePartition(start, settings.partition)
             self.coordinator.ensure_group(group_id)
+            self._dirty.add(key)  # the start offset chosen now must survive a restart
+            self._persist_later()
             log.info("share_partition_initialised", group=group_id, topic=topic, partition=index, start_offset=start)
         partition.move_to_log_start(partition_log.log_start_offset)
         return partition
@@ -116,6 +123,7 @@ class ShareRuntime:
                 count = partition.release_member(member_id)
                 if count:
                     released += count
+                    self._dirty.add((group, topic, index))
                     self._wake_fetches(topic, index)
         return released
 
@@ -126,9 +134,71 @@ class ShareRuntime:
         if partition is not None and partition.has_available:
             self._wake_fetches(topic, index)
 
-    async def persist(self, group_id: str) -> None:
-        """Make the group's changed share-partition state durable before acknowledgements are answered."""
-        self._dirty = {key for key in self._dirty if key[0] != group_id}
+    async def persist(self, group_id: str | None = None) -> None:
+        """Write the changed share partitions of `group_id` (None: of every group) to __share_group_state and
+        wait until that is durable: acknowledgements are answered only then. Raises KafkaStorageError."""
+        keys = [key for key in self._dirty if group_id is None or key[0] == group_id]
+        if not keys:
+            return
+        self._dirty.difference_update(keys)
+        states: dict[StateKey, ShareState | None] = {}
+        for group, topic, index in keys:
+            metadata = self.broker.logs.topic(topic)
+            partition = self.partitions.get((group, topic, index))
+            if metadata is None:
+                continue
+            key = StateKey(group, metadata.topic_id.bytes, index)
+            states[key] = (
+                None if partition is None else ShareState(partition.start_offset, tuple(partition.state_batches()))
+            )
+        try:
+            await self.store.write(states)
+        except BaseException:
+            self._dirty.update(keys)  # written again with the next change
+            raise
+
+    def load(self) -> None:
+        """Rebuild every share partition from __share_group_state (before the listener opens)."""
+        began = time.monotonic()
+        names = {metadata.topic_id.bytes: name for name, metadata in self.broker.logs.topics().items()}
+        loaded = 0
+        for key, state in self.store.load().items():
+            topic = names.get(key.topic_id)
+            if topic is None or self.broker.logs.get_log(topic, key.partition) is None:
+                continue  # the topic was deleted
+            config = self.settings(key.group_id).partition
+            self.partitions[(key.group_id, topic, key.partition)] = SharePartition.restore(
+                state.start_offset, list(state.batches), config
+            )
+            self.coordinator.ensure_group(key.group_id)
+            loaded += 1
+        log.info(
+            "share_state_loaded",
+            share_partitions=loaded,
+            groups=len(self.coordinator.groups),
+            duration_ms=round((time.monotonic() - began) * 1000, 1),
+        )
+
+    def _persist_later(self) -> None:
+        """Expired locks and released records are written in the background (nothing waits for them)."""
+        if not self._dirty:
+            return
+        task = asyncio.get_running_loop().create_task(self._persist_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _persist_quietly(self) -> None:
+        try:
+            await self.persist()
+            for partition in self.store.partitions_to_rewrite():
+                live = {
+                    StateKey(g, meta.topic_id.bytes, i): ShareState(p.start_offset, tuple(p.state_batches()))
+                    for (g, t, i), p in self.partitions.items()
+                    if (meta := self.broker.logs.topic(t)) is not None
+                }
+                await self.store.rewrite(partition, live)
+        except Exception as error:  # noqa: BLE001 - retried with the next change
+            log.error("share_state_write_failed", error=str(error))
 
     def _wake_fetches(self, topic: str, index: int) -> None:
         from kbroker.waiters import wake_fetches
@@ -147,11 +217,13 @@ class ShareRuntime:
     def tick(self) -> None:
         now = self.clock()
         self.coordinator.tick(now)
-        for (_, topic, index), partition in self.partitions.items():
+        for (group, topic, index), partition in self.partitions.items():
             deadline = partition.next_deadline()
             if deadline is not None and deadline <= now and partition.expire_locks(now):
+                self._dirty.add((group, topic, index))
                 self._wake_fetches(topic, index)
         self._after_change()
+        self._persist_later()
 
     def next_deadline(self) -> int | None:
         deadlines = [d for d in (p.next_deadline() for p in self.partitions.values()) if d is not None]
@@ -188,3 +260,8 @@ class ShareRuntime:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await asyncio.gather(*self._background, return_exceptions=True)
+        try:
+            await self.persist()
+        except Exception as error:  # noqa: BLE001 - a restart redelivers what was not written
+            log.error("share_state_write_failed", error=str(error))
