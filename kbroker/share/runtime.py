@@ -115,6 +115,40 @@ class ShareRuntime:
     def _reset_offset(partition_log: PartitionLog, strategy: str) -> int:
         return partition_log.log_start_offset if strategy == EARLIEST else partition_log.high_watermark
 
+    def group_partitions(self, group_id: str) -> dict[tuple[str, int], SharePartition]:
+        return {(t, i): p for (g, t, i), p in self.partitions.items() if g == group_id}
+
+    def reset_offset(self, group_id: str, topic: str, index: int, start_offset: int) -> bool:
+        """AlterShareGroupOffsets on an empty group: start the share partition at `start_offset` (clamped to
+        the log); False when the partition does not exist."""
+        partition_log = self.broker.logs.get_log(topic, index)
+        if partition_log is None:
+            return False
+        start = min(max(start_offset, partition_log.log_start_offset), partition_log.high_watermark)
+        key = (group_id, topic, index)
+        partition = self.partitions.get(key)
+        if partition is None:
+            partition = self.partitions[key] = SharePartition(start, self.settings(group_id).partition)
+        partition.reset(start)
+        self.coordinator.ensure_group(group_id)
+        self._dirty.add(key)
+        return True
+
+    def delete_offsets(self, group_id: str, topic: str) -> bool:
+        """DeleteShareGroupOffsets: forget the group's state for `topic`; False when it had none."""
+        keys = [key for key in self.partitions if key[0] == group_id and key[1] == topic]
+        for key in keys:
+            del self.partitions[key]
+            self._dirty.add(key)
+        return bool(keys)
+
+    def delete_group(self, group_id: str) -> None:
+        """An empty share group and all its share-partition state go (DeleteGroups)."""
+        for key in [key for key in self.partitions if key[0] == group_id]:
+            del self.partitions[key]
+            self._dirty.add(key)
+        self.coordinator.groups.pop(group_id, None)
+
     def release_member(self, group_id: str, member_id: str, keys: list[tuple[str, int]] | None = None) -> int:
         """Release what `member_id` holds (in `keys`, or in every partition of the group); wakes share fetches."""
         released = 0
