@@ -28,7 +28,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _top_level(ErrorCode.INVALID_REQUEST)
     if epoch == INITIAL_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-    error, session = runtime.sessions.begin(group_id, member_id, epoch)
+    error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
     names = topic_names_by_id(ctx)

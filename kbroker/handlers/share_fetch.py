@@ -40,7 +40,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if not group_id or not member_id:
         return _top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
     epoch = request["share_session_epoch"]
-    error, session = runtime.sessions.begin(group_id, member_id, epoch)
+    error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
     names = topic_names_by_id(ctx)

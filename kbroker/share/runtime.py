@@ -256,14 +256,26 @@ class ShareRuntime:
             if deadline is not None and deadline <= now and partition.expire_locks(now):
                 self._dirty.add((group, topic, index))
                 self._wake_fetches(topic, index)
+        self._evict_idle_sessions(now)
         self._after_change()
         self._persist_later()
+
+    def _evict_idle_sessions(self, now: int) -> None:
+        """A session of a member the group does not know (it never joined, or was removed) goes once it has been
+        idle for a session timeout; what it held is released."""
+        timeout = self.coordinator.config.session_timeout_ms
+        for session in self.sessions.idle(now - timeout):
+            if not self.coordinator.is_member(session.group_id, session.member_id):
+                self.sessions.close(session.group_id, session.member_id)
+                self.release_member(session.group_id, session.member_id, list(session.partitions))
 
     def next_deadline(self) -> int | None:
         deadlines = [d for d in (p.next_deadline() for p in self.partitions.values()) if d is not None]
         member = self.coordinator.next_deadline()
         if member is not None:
             deadlines.append(member)
+        if self.sessions.sessions:  # idle sessions are looked at once per session timeout at least
+            deadlines.append(self.clock() + self.coordinator.config.session_timeout_ms)
         return min(deadlines) if deadlines else None
 
     def notify_lock_added(self) -> None:
