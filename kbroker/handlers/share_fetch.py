@@ -30,6 +30,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 DEFAULT_MAX_RECORDS = 500
+RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized (v1's behaviour), 1 record-limit
 _rotation = itertools.count()
 
 
@@ -100,7 +101,8 @@ async def _acquire(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0, request["max_wait_ms"]) / 1000
     while True:
-        if _acquire_once(ctx, runtime, session, max_records, request["max_bytes"], answers):
+        whole_batches = request.get("share_acquire_mode", 0) != RECORD_LIMIT_MODE
+        if _acquire_once(ctx, runtime, session, max_records, request["max_bytes"], answers, whole_batches):
             return
         remaining = deadline - loop.time()
         if remaining <= 0 or not session.partitions:
@@ -117,6 +119,7 @@ def _acquire_once(
     max_records: int,
     max_bytes: int,
     answers: dict[tuple[str, int], dict[str, Any]],
+    whole_batches: bool,
 ) -> bool:
     keys = list(session.partitions)
     if not keys:
@@ -134,7 +137,9 @@ def _acquire_once(
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         try:
-            ranges, records = acquire_from_log(share, log, session.member_id, now, max_records, max_bytes)
+            ranges, records = acquire_from_log(
+                share, log, session.member_id, now, max_records, max_bytes, whole_batches=whole_batches
+            )
         except (KafkaStorageError, OffsetOutOfRangeError) as error:
             ctx.log.error("share_fetch_read_failed", topic=name, partition=index, error=str(error))
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)

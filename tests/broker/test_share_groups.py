@@ -45,6 +45,8 @@ def share_fetch(
     acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
     max_records: int = 500,
     max_wait_ms: int = 500,
+    version: int = 2,
+    record_limit: bool = True,
 ) -> dict[str, Any]:
     batches = [{"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in acks]
     body = {
@@ -56,10 +58,12 @@ def share_fetch(
         "max_bytes": 1 << 20,
         "max_records": max_records,
         "batch_size": max_records,
+        "share_acquire_mode": 1 if record_limit else 0,
+        "is_renew_ack": False,
         "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": batches}]}],
         "forgotten_topics_data": [],
     }
-    return raw.call(ApiKey.SHARE_FETCH, 1, body)
+    return raw.call(ApiKey.SHARE_FETCH, version, body)
 
 
 def share_acknowledge(
@@ -105,6 +109,10 @@ def test_session_epochs_and_acknowledgement_errors(broker: BrokerProcess, raw: R
     assert good["responses"][0]["partitions"][0]["error_code"] == 0
     again = share_fetch(raw, group, "m1", 3, tid)
     assert acquired(again) == [(2, 2), (3, 2)] + [(i, 1) for i in range(4, 10)]
+    # batch-optimized acquisition (v1, and v2's mode 0) takes the last batch whole, past max_records
+    assert produce(raw, topic, batch_of(10))["error_code"] == 0  # offsets 10-19
+    whole = share_fetch(raw, group, "m1", 4, tid, max_records=3, version=1, max_wait_ms=0)
+    assert acquired(whole) == [(i, 1) for i in range(10, 20)]
     described = raw.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
     (g,) = described["groups"]
     assert (g["group_state"], [m["member_id"] for m in g["members"]]) == ("Stable", ["m1"])
