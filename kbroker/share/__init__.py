@@ -44,6 +44,8 @@ def start_share_coordinator(broker: Broker) -> ShareRuntime:
     runtime.load()
     runtime.start()
     broker.extensions[EXTENSION_KEY] = runtime
+    # DeleteTopics calls these (kbroker.handlers._topic_admin.TOPIC_DELETED_LISTENERS) once a topic's logs are gone.
+    broker.extensions.setdefault("topic_deleted_listeners", []).append(runtime.topic_deleted)  # type: ignore[attr-defined]
     return runtime
 
 

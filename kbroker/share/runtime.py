@@ -115,6 +115,15 @@ class ShareRuntime:
     def _reset_offset(partition_log: PartitionLog, strategy: str) -> int:
         return partition_log.log_start_offset if strategy == EARLIEST else partition_log.high_watermark
 
+    def topic_deleted(self, topic: str, partitions: int) -> None:
+        """A deleted topic's share partitions go from memory and from the sessions (their persisted records are
+        left out of the next rewrite of __share_group_state, and skipped at load: their topic id is unknown)."""
+        for key in [key for key in self.partitions if key[1] == topic]:
+            del self.partitions[key]
+        for session in self.sessions.sessions.values():
+            for gone in [tp for tp in session.partitions if tp[0] == topic]:
+                del session.partitions[gone]
+
     def group_partitions(self, group_id: str) -> dict[tuple[str, int], SharePartition]:
         return {(t, i): p for (g, t, i), p in self.partitions.items() if g == group_id}
 

@@ -149,3 +149,21 @@ def test_kill_9_during_consumption_never_redelivers_acknowledged_records(
         broker.start()
     assert sorted(accepted) == list(range(total))
     assert len(accepted) == total
+
+
+def test_a_deleted_topic_leaves_no_share_state(broker: BrokerProcess, raw: RawClient) -> None:
+    topic, group = unique_topic("share"), unique_topic("sg")
+    create_topic(raw, topic)
+    tid = topic_id(raw, topic)
+    join(raw, group, "m1", topic)
+    assert produce(raw, topic, batch_of(3))["error_code"] == 0
+    assert len(acquired(share_fetch(raw, group, "m1", 0, tid))) == 3
+    deleted = raw.call(
+        ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": topic, "topic_id": b"\0" * 16}], "timeout_ms": 5000}
+    )
+    assert deleted["responses"][0]["error_code"] == 0
+    offsets = raw.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]})
+    assert offsets["groups"][0]["topics"] == []
+    after = share_fetch(raw, group, "m1", 1, tid, max_wait_ms=0)
+    assert after["error_code"] == 0
+    assert [p["error_code"] for t in after["responses"] for p in t["partitions"]] == [ErrorCode.UNKNOWN_TOPIC_ID]
