@@ -25,7 +25,6 @@ from kbroker.share import share_runtime
 from kbroker.share.reader import acquire_from_log
 from kbroker.share.runtime import ShareRuntime
 from kbroker.share.sessions import FINAL_EPOCH, ShareSession
-from kbroker.waiters import fetch_waiters
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -44,6 +43,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
+    runtime.forget_deleted_topics()
     names = topic_names_by_id(ctx)
     ids = {name: uuid for uuid, name in names.items()}
     answers: dict[tuple[str, int], dict[str, Any]] = {}
@@ -107,7 +107,7 @@ async def _acquire(
         remaining = deadline - loop.time()
         if remaining <= 0 or not session.partitions:
             return
-        await fetch_waiters(ctx.broker).wait(list(session.partitions), 1, remaining * 1000)
+        await ctx.broker.fetch_waiters.wait(list(session.partitions), 1, remaining * 1000)
         if runtime.sessions.sessions.get((session.group_id, session.member_id)) is not session:
             return
 
@@ -133,6 +133,9 @@ def _acquire_once(
         name, index = key
         log = ctx.broker.logs.get_log(name, index)
         share = runtime.share_partition(session.group_id, name, index)
+        if ctx.broker.logs.topic(name) is None:
+            session.partitions.pop(key, None)  # deleted
+            continue
         if log is None or share is None:
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
@@ -180,7 +183,9 @@ def _response(
 ) -> dict[str, Any]:
     by_topic: dict[bytes, list[dict[str, Any]]] = {}
     for (name, _), answer in answers.items():
-        by_topic.setdefault(ids[name], []).append(answer)
+        uuid = ids.get(name)
+        if uuid is not None:  # else the topic was deleted meanwhile
+            by_topic.setdefault(uuid, []).append(answer)
     for uuid, answer in unknown:
         by_topic.setdefault(uuid, []).append(answer)
     return {

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 from kbroker.share.coordinator import ShareCoordinatorConfig
 from kbroker.share.partition import SharePartitionConfig
-from kbroker.share.runtime import EXTENSION_KEY, ShareRuntime
+from kbroker.share.runtime import ShareRuntime
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -43,15 +43,12 @@ def start_share_coordinator(broker: Broker) -> ShareRuntime:
     )
     runtime.load()
     runtime.start()
-    broker.extensions[EXTENSION_KEY] = runtime
-    # DeleteTopics calls these (kbroker.handlers._topic_admin.TOPIC_DELETED_LISTENERS) once a topic's logs are gone.
-    broker.extensions.setdefault("topic_deleted_listeners", []).append(runtime.topic_deleted)  # type: ignore[attr-defined]
     return runtime
 
 
 def share_runtime(broker: Broker) -> ShareRuntime:
     """The running share coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none."""
-    runtime = broker.extensions.get(EXTENSION_KEY)
-    if not isinstance(runtime, ShareRuntime) or not runtime.active:
+    runtime = broker.shares
+    if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EXTENSION_KEY = "share_groups"
 EARLIEST = "earliest"
 LATEST = "latest"
 
@@ -67,6 +66,7 @@ class ShareRuntime:
         self.sessions = ShareSessions()
         self.partitions: dict[GroupPartition, SharePartition] = {}
         self._dirty: set[GroupPartition] = set()
+        self._topic_ids: dict[GroupPartition, bytes | None] = {}  # the topic id each share partition belongs to
         self.active = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -100,8 +100,11 @@ class ShareRuntime:
             return None
         key = (group_id, topic, index)
         partition = self.partitions.get(key)
+        if partition is not None and self._topic_ids.get(key) != self._topic_id(topic):
+            partition = None  # the topic was deleted and created again under this name: start afresh
         if partition is None:
             settings = self.settings(group_id)
+            self._topic_ids[key] = self._topic_id(topic)
             start = self._reset_offset(partition_log, settings.auto_offset_reset)
             partition = self.partitions[key] = SharePartition(start, settings.partition)
             self.coordinator.ensure_group(group_id)
@@ -115,16 +118,24 @@ class ShareRuntime:
     def _reset_offset(partition_log: PartitionLog, strategy: str) -> int:
         return partition_log.log_start_offset if strategy == EARLIEST else partition_log.high_watermark
 
-    def topic_deleted(self, topic: str, partitions: int) -> None:
-        """A deleted topic's share partitions go from memory and from the sessions (their persisted records are
+    def _topic_id(self, topic: str) -> bytes | None:
+        metadata = self.broker.logs.topic(topic)
+        return None if metadata is None else metadata.topic_id.bytes
+
+    def forget_deleted_topics(self) -> None:
+        """Share partitions of deleted topics go from memory and from the sessions (their persisted records are
         left out of the next rewrite of __share_group_state, and skipped at load: their topic id is unknown)."""
-        for key in [key for key in self.partitions if key[1] == topic]:
+        gone = [key for key in self.partitions if self._topic_ids.get(key) != self._topic_id(key[1])]
+        for key in gone:
             del self.partitions[key]
+            self._topic_ids.pop(key, None)
+        topics = {key[1] for key in gone}
         for session in self.sessions.sessions.values():
-            for gone in [tp for tp in session.partitions if tp[0] == topic]:
-                del session.partitions[gone]
+            for tp in [tp for tp in session.partitions if tp[0] in topics and self._topic_id(tp[0]) is None]:
+                del session.partitions[tp]
 
     def group_partitions(self, group_id: str) -> dict[tuple[str, int], SharePartition]:
+        self.forget_deleted_topics()
         return {(t, i): p for (g, t, i), p in self.partitions.items() if g == group_id}
 
     def reset_offset(self, group_id: str, topic: str, index: int, start_offset: int) -> bool:
@@ -136,8 +147,9 @@ class ShareRuntime:
         start = min(max(start_offset, partition_log.log_start_offset), partition_log.high_watermark)
         key = (group_id, topic, index)
         partition = self.partitions.get(key)
-        if partition is None:
+        if partition is None or self._topic_ids.get(key) != self._topic_id(topic):
             partition = self.partitions[key] = SharePartition(start, self.settings(group_id).partition)
+            self._topic_ids[key] = self._topic_id(topic)
         partition.reset(start)
         self.coordinator.ensure_group(group_id)
         self._dirty.add(key)
@@ -148,6 +160,7 @@ class ShareRuntime:
         keys = [key for key in self.partitions if key[0] == group_id and key[1] == topic]
         for key in keys:
             del self.partitions[key]
+            self._topic_ids.pop(key, None)
             self._dirty.add(key)
         return bool(keys)
 
@@ -155,6 +168,7 @@ class ShareRuntime:
         """An empty share group and all its share-partition state go (DeleteGroups)."""
         for key in [key for key in self.partitions if key[0] == group_id]:
             del self.partitions[key]
+            self._topic_ids.pop(key, None)
             self._dirty.add(key)
         self.coordinator.groups.pop(group_id, None)
 
@@ -213,6 +227,7 @@ class ShareRuntime:
             self.partitions[(key.group_id, topic, key.partition)] = SharePartition.restore(
                 state.start_offset, list(state.batches), config
             )
+            self._topic_ids[(key.group_id, topic, key.partition)] = key.topic_id
             self.coordinator.ensure_group(key.group_id)
             loaded += 1
         log.info(
@@ -244,9 +259,7 @@ class ShareRuntime:
             log.error("share_state_write_failed", error=str(error))
 
     def _wake_fetches(self, topic: str, index: int) -> None:
-        from kbroker.waiters import wake_fetches
-
-        wake_fetches(self.broker, topic, index)
+        self.broker.fetch_waiters.wake((topic, index))
 
     # ------------------------------------------------------------------ timers
 
@@ -259,6 +272,7 @@ class ShareRuntime:
 
     def tick(self) -> None:
         now = self.clock()
+        self.forget_deleted_topics()
         self.coordinator.tick(now)
         for (group, topic, index), partition in self.partitions.items():
             deadline = partition.next_deadline()
