@@ -21,13 +21,18 @@ def check_stored_batches(raw: RawClient, topic: str, codec: int) -> None:
     answer = fetched_partition(fetch(raw, [(topic, 0, 0)]), topic)
     assert answer["error_code"] == 0
     seen = []
+    compressed = 0
     for batch in iter_batches(bytes(answer["records"])):
         batch.verify()  # CRC-32C as the client computed it: the broker rewrote only the base offset and epoch
-        assert batch.compression == codec
+        # librdkafka sends a batch uncompressed when compressing does not shrink it: a lone record
+        # that left before the others (a busy machine) is stored as sent, uncompressed
+        assert batch.compression == codec or (batch.compression == NONE and batch.records_count == 1)
+        compressed += batch.compression == codec
         for record in batch.records():
             seen.append((record.offset, record.key, record.value, [tuple(h) for h in record.headers], record.timestamp))
     assert [s[0] for s in seen] == list(range(COUNT))
     assert [s[1:] for s in seen] == [expected(i) for i in range(COUNT)]
+    assert compressed > 0
 
 
 @pytest.mark.parametrize("codec", list(CODECS))
@@ -37,8 +42,9 @@ def test_librdkafka_batches(broker: BrokerProcess, raw: RawClient, codec: str) -
     topic = unique_topic(f"rd-{codec}")
     create_topic(raw, topic)
     producer = Producer(
-        {"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 50, "acks": "all"}
+        {"bootstrap.servers": broker.bootstrap, "compression.type": codec, "linger.ms": 500, "acks": "all"}
     )
+    producer.list_topics(topic, timeout=10)  # the leader is known before the first record is queued
     for i in range(COUNT):
         key, value, headers, timestamp = expected(i)
         producer.produce(topic, value, key, partition=0, headers=headers, timestamp=timestamp)
