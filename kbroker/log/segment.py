@@ -93,6 +93,7 @@ class LogSegment:
         self.bytes_since_index_entry = 0
         self._scan_end = 0
         self.closed = False
+        self.renamed_deleted = False
 
     # -- opening -------------------------------------------------------
     @classmethod
@@ -405,18 +406,24 @@ class LogSegment:
             os.close(self.fd)
 
     def mark_deleted(self) -> None:
-        """Rename the files to *.deleted; the fd stays open for readers until `destroy`."""
+        """Rename the files to *.deleted; the fd stays open for readers until `destroy`.
+
+        From then on `destroy` removes only the renamed files: a segment replaced by a
+        cleaned one with the same base offset must not take the new files with it.
+        """
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:
                 path.rename(path.with_name(path.name + DELETED_SUFFIX))
             except FileNotFoundError:
                 pass
+        self.renamed_deleted = True
 
     def destroy(self) -> None:
-        """Close the fd and remove the files, renamed or not."""
+        """Close the fd and remove the files (only the *.deleted ones once renamed)."""
         self.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
-            path.unlink(missing_ok=True)
+            if not self.renamed_deleted:
+                path.unlink(missing_ok=True)
             path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
 
     def __repr__(self) -> str:

@@ -1,0 +1,315 @@
+"""The log cleaner's runtime (Kafka's LogCleaner and LogCleanerManager).
+
+Every `log.cleaner.backoff.ms` while nothing is due, the event loop picks the compacted
+partition with the largest dirty ratio above its `min.cleanable.dirty.ratio` (or one whose
+dirty data is older than `max.compaction.lag.ms`), snapshots it into a `CleanJob` and hands
+that to the cleaner thread; appends and fetches go on meanwhile (only segments below the
+first uncleanable offset are read: never the active one, never at or past the last stable
+offset, never younger than `min.compaction.lag.ms`). Back on the loop, each cleaned group is
+swapped in if the partition still has those segments, and the partition's first dirty offset
+is checkpointed in `<data-dir>/cleaner-offset-checkpoint`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from kbroker.cleaner.offset_map import OffsetMap
+from kbroker.cleaner.partition_state import NoTransactions, PartitionState
+from kbroker.cleaner.segments import CleaningAbortedError, CleanJob, RoundResult, SourceSegment, clean_partition
+from kbroker.cleaner.throttle import Throttler
+from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
+from kbroker.log.errors import KafkaStorageError
+from kbroker.log.manager import LogManager, TopicPartition
+from kbroker.log.partition_log import PartitionLog
+from kbroker.log.segment import now_ms
+from protocol.records import HEADER
+
+log = structlog.get_logger(__name__)
+
+CHECKPOINT_FILE = "cleaner-offset-checkpoint"
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The `log.cleaner.*` broker settings the cleaner acts on (Kafka's names and defaults)."""
+
+    enable: bool = True
+    io_max_bytes_per_second: float = 1.7976931348623157e308
+    dedupe_buffer_size: int = 134217728
+    io_buffer_load_factor: float = 0.9
+    backoff_ms: int = 15000
+
+    @classmethod
+    def from_broker(cls, config: Any) -> CleanerConfig:
+        return cls(
+            enable=config.get_bool("log.cleaner.enable") and config.get_int("log.cleaner.threads") > 0,
+            io_max_bytes_per_second=config.get_float("log.cleaner.io.max.bytes.per.second"),
+            dedupe_buffer_size=config.get_int("log.cleaner.dedupe.buffer.size"),
+            io_buffer_load_factor=config.get_float("log.cleaner.io.buffer.load.factor"),
+            backoff_ms=config.get_int("log.cleaner.backoff.ms"),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    """A topic's compaction settings (topic names, broker defaults applied)."""
+
+    compact: bool = True
+    delete_retention_ms: int = 86400000
+    min_cleanable_dirty_ratio: float = 0.5
+    min_compaction_lag_ms: int = 0
+    max_compaction_lag_ms: int = LONG_MAX
+
+    @classmethod
+    def from_topic_config(cls, values: Mapping[str, Any]) -> CompactionSettings:
+        policy = values.get("cleanup.policy", ("delete",))
+        policies = policy.split(",") if isinstance(policy, str) else list(policy)
+        return cls(
+            compact="compact" in [p.strip() for p in policies],
+            delete_retention_ms=int(values.get("delete.retention.ms", 86400000)),
+            min_cleanable_dirty_ratio=float(values.get("min.cleanable.dirty.ratio", 0.5)),
+            min_compaction_lag_ms=int(values.get("min.compaction.lag.ms", 0)),
+            max_compaction_lag_ms=int(values.get("max.compaction.lag.ms", LONG_MAX)),
+        )
+
+
+@dataclass(slots=True)
+class LogToClean:
+    tp: TopicPartition
+    partition_log: PartitionLog
+    settings: CompactionSettings
+    first_dirty_offset: int
+    first_uncleanable_offset: int  # a segment's base offset
+    clean_bytes: int
+    cleanable_bytes: int
+    need_compaction_now: bool
+
+    @property
+    def cleanable_ratio(self) -> float:
+        total = self.clean_bytes + self.cleanable_bytes
+        return self.cleanable_bytes / total if total else 0.0
+
+
+def _first_batch_timestamp(partition_log: PartitionLog, index: int) -> int:
+    segment = partition_log.segments[index]
+    if segment.size < HEADER.size:
+        return -1
+    return int(HEADER.unpack(segment.pread(0, HEADER.size))[8])
+
+
+class LogCleaner:
+    """Compacts the partitions of `cleanup.policy=compact` topics in one worker thread."""
+
+    def __init__(
+        self,
+        logs: LogManager,
+        config: CleanerConfig | None = None,
+        *,
+        topic_config: Callable[[str], Mapping[str, Any]],
+        partition_state: PartitionState | None = None,
+        clock: Callable[[], int] = now_ms,
+    ) -> None:
+        self.logs = logs
+        self.config = config or CleanerConfig()
+        self.topic_config = topic_config
+        self.partition_state: PartitionState = partition_state or NoTransactions()
+        self.clock = clock
+        self.checkpoint_path = logs.data_dir / CHECKPOINT_FILE
+        self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
+        self._stop = threading.Event()
+        self._running: asyncio.Future[Any] | None = None
+        self.rounds = 0
+
+    # -- choosing a log --------------------------------------------------------------
+    def cleanable(self, tp: TopicPartition, partition_log: PartitionLog, now: int) -> LogToClean | None:
+        settings = CompactionSettings.from_topic_config(self.topic_config(tp[0]))
+        if not settings.compact or partition_log.offline is not None:
+            return None
+        segments = partition_log.segments
+        first_dirty = self.checkpoints.get(tp, partition_log.log_start_offset)
+        if first_dirty < partition_log.log_start_offset or first_dirty > partition_log.log_end_offset:
+            first_dirty = partition_log.log_start_offset
+        uncleanable = min(self.partition_state.last_stable_offset(partition_log), segments[-1].base_offset)
+        bases = [s.base_offset for s in segments]
+        if settings.min_compaction_lag_ms > 0:
+            for i, segment in enumerate(segments[:-1]):
+                if bases[i + 1] > first_dirty and segment.largest_timestamp() > now - settings.min_compaction_lag_ms:
+                    uncleanable = min(uncleanable, segment.base_offset)
+                    break
+        uncleanable = max(first_dirty, uncleanable)
+        # the segment holding the first uncleanable offset starts the uncleanable part
+        index = max(0, max((i for i, b in enumerate(bases) if b <= uncleanable), default=0))
+        first_uncleanable = bases[index]
+        clean_bytes = sum(s.size for s in segments if s.base_offset < first_dirty)
+        start = min(first_dirty, first_uncleanable)
+        cleanable_bytes = sum(
+            s.size
+            for i, s in enumerate(segments[:index])
+            if (bases[i + 1] if i + 1 < len(bases) else partition_log.log_end_offset) > start
+        )
+        need_now = False
+        if settings.max_compaction_lag_ms < LONG_MAX:
+            for i in range(len(segments) - 1):
+                if bases[i + 1] > first_dirty:
+                    timestamp = _first_batch_timestamp(partition_log, i)
+                    if 0 < timestamp < now - settings.max_compaction_lag_ms:
+                        need_now = True
+                        break
+        return LogToClean(
+            tp, partition_log, settings, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, need_now
+        )
+
+    def grab_filthiest(self, now: int) -> LogToClean | None:
+        best = None
+        for tp, partition_log in self.logs.logs():
+            try:
+                candidate = self.cleanable(tp, partition_log, now)
+            except (KafkaStorageError, OSError) as error:
+                log.warning("cleaner_skipped_partition", topic=tp[0], partition=tp[1], error=str(error))
+                continue
+            if candidate is None or candidate.clean_bytes + candidate.cleanable_bytes == 0:
+                continue
+            due = (candidate.need_compaction_now and candidate.cleanable_bytes > 0) or (
+                candidate.cleanable_ratio > candidate.settings.min_cleanable_dirty_ratio
+            )
+            if due and (best is None or candidate.cleanable_ratio > best.cleanable_ratio):
+                best = candidate
+        return best
+
+    # -- one round -------------------------------------------------------------------
+    def _job(self, candidate: LogToClean, now: int) -> CleanJob:
+        partition_log = candidate.partition_log
+        segments = partition_log.segments
+        sources = []
+        first_dirty_position = 0
+        for i, segment in enumerate(segments):
+            if segment.base_offset >= candidate.first_uncleanable_offset or i + 1 >= len(segments):
+                break
+            next_base = segments[i + 1].base_offset
+            if segment.base_offset <= candidate.first_dirty_offset < next_base:
+                first_dirty_position = segment.position_of(candidate.first_dirty_offset)
+            sources.append(SourceSegment(segment, os.dup(segment.fd), segment.base_offset, segment.size, next_base))
+        config = partition_log.config
+        return CleanJob(
+            topic=partition_log.topic,
+            partition=partition_log.partition,
+            directory=partition_log.directory,
+            segments=sources,
+            first_dirty_offset=candidate.first_dirty_offset,
+            first_dirty_position=first_dirty_position,
+            first_uncleanable_offset=candidate.first_uncleanable_offset,
+            aborted=list(self.partition_state.aborted_transactions(partition_log, candidate.first_uncleanable_offset)),
+            active_producers=dict(self.partition_state.active_producers(partition_log)),
+            now=now,
+            delete_retention_ms=candidate.settings.delete_retention_ms,
+            segment_bytes=config.segment_bytes,
+            max_index_bytes=config.segment_index_bytes,
+            index_interval_bytes=config.index_interval_bytes,
+        )
+
+    def _run_job(self, job: CleanJob) -> RoundResult:
+        try:
+            throttler = Throttler(self.config.io_max_bytes_per_second, stop=self._stop)
+            offset_map = OffsetMap(self.config.dedupe_buffer_size, self.config.io_buffer_load_factor)
+            return clean_partition(job, offset_map, throttler)
+        finally:
+            job.close()
+
+    async def clean_once(self, now: int | None = None) -> bool:
+        """Clean the filthiest log if one is due; True when a round ran."""
+        now = self.clock() if now is None else now
+        candidate = self.grab_filthiest(now)
+        if candidate is None:
+            return False
+        tp, partition_log = candidate.tp, candidate.partition_log
+        started = time.perf_counter()
+        job = self._job(candidate, now)
+        loop = asyncio.get_running_loop()
+        self._running = loop.run_in_executor(self._executor, self._run_job, job)
+        try:
+            result: RoundResult = await self._running
+        except CleaningAbortedError as error:
+            log.info("cleaning_aborted", topic=tp[0], partition=tp[1], reason=str(error))
+            return True
+        except (OSError, KafkaStorageError) as error:
+            log.error("cleaning_failed", topic=tp[0], partition=tp[1], error=str(error))
+            self.checkpoints.pop(tp, None)
+            return True
+        finally:
+            self._running = None
+        swapped = self._swap_in(partition_log, result)
+        if swapped == len(result.groups) and self.logs.get_log(*tp) is partition_log:
+            self.checkpoints[tp] = result.end_offset
+            await loop.run_in_executor(self._executor, write_checkpoint, self.checkpoint_path, dict(self.checkpoints))
+        self.rounds += 1
+        stats = result.stats
+        log.info(
+            "log_cleaned",
+            topic=tp[0],
+            partition=tp[1],
+            first_dirty_offset=candidate.first_dirty_offset,
+            end_offset=result.end_offset,
+            dirty_ratio=round(candidate.cleanable_ratio, 3),
+            groups=len(result.groups),
+            swapped=swapped,
+            messages_read=stats.messages_read,
+            messages_written=stats.messages_written,
+            bytes_read=stats.bytes_read,
+            bytes_written=stats.bytes_written,
+            keyless_dropped=stats.invalid_messages,
+            map_full=result.map_full,
+            duration_ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return True
+
+    def _swap_in(self, partition_log: PartitionLog, result: RoundResult) -> int:
+        swapped = 0
+        now = self.clock()
+        for group in result.groups:
+            replaced = None
+            if swapped == result.groups.index(group) and not self._stop.is_set():
+                try:
+                    replaced = partition_log.replace_segments(group.swap, group.old, now)
+                except OSError as error:
+                    log.error("cleaned_segment_swap_failed", directory=str(partition_log.directory), error=str(error))
+            if replaced is None:
+                group.swap.unlink(missing_ok=True)  # the partition changed meanwhile: the next round redoes it
+                continue
+            swapped += 1
+        return swapped
+
+    # -- lifecycle -------------------------------------------------------------------
+    async def run(self) -> None:
+        """Clean due logs until cancelled; sleep `log.cleaner.backoff.ms` when none is due."""
+        log.info("log_cleaner_started", backoff_ms=self.config.backoff_ms)
+        while True:
+            try:
+                cleaned = await self.clean_once()
+            except (OSError, KafkaStorageError) as error:
+                log.error("log_cleaner_round_failed", error=str(error))
+                cleaned = False
+            if not cleaned:
+                await asyncio.sleep(self.config.backoff_ms / 1000)
+
+    async def shutdown(self) -> None:
+        """Stop a round in progress (its `.cleaned` file goes) and the thread."""
+        self._stop.set()
+        running = self._running
+        if running is not None:
+            try:
+                await running
+            except Exception:  # noqa: BLE001 - stopping anyway
+                pass
+        self._executor.shutdown(wait=True)
