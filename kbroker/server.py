@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from kbroker.broker import Broker, load_cluster_id, new_log_manager
+from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.config import BrokerConfig
 from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
@@ -58,6 +59,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     states.preload(partition_log for _, partition_log in logs.logs())
     txn_indexes = transaction_indexes(broker)
     txn_indexes.preload(partition_log for _, partition_log in logs.logs())
+    cleaner = new_log_cleaner(config, logs, states, txn_indexes)
     groups = start_group_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = ConnectionRegistry(
@@ -84,6 +86,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         loop.create_task(_close_idle(registry), name="idle-connections"),
         loop.create_task(states.run(), name="producer-state-duties"),
     ]
+    if cleaner is not None:
+        duties.append(loop.create_task(cleaner.run(), name="log-cleaner"))
     log.info(
         "broker_started",
         listen=f"{config.listen.host}:{bound_port}",
@@ -109,6 +113,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     for task in duties:
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
+    if cleaner is not None:
+        await cleaner.shutdown()  # a round in progress stops; its files go or are finished at the next start
     states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
     txn_indexes.checkpoint_all()  # likewise for the open transactions of each partition
     await logs.shutdown()

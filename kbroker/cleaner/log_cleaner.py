@@ -129,7 +129,6 @@ class LogCleaner:
         self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
         self._stop = threading.Event()
-        self._running: asyncio.Future[Any] | None = None
         self.rounds = 0
 
     # -- choosing a log --------------------------------------------------------------
@@ -237,9 +236,8 @@ class LogCleaner:
         started = time.perf_counter()
         job = self._job(candidate, now)
         loop = asyncio.get_running_loop()
-        self._running = loop.run_in_executor(self._executor, self._run_job, job)
         try:
-            result: RoundResult = await self._running
+            result: RoundResult = await loop.run_in_executor(self._executor, self._run_job, job)
         except CleaningAbortedError as error:
             log.info("cleaning_aborted", topic=tp[0], partition=tp[1], reason=str(error))
             return True
@@ -247,8 +245,6 @@ class LogCleaner:
             log.error("cleaning_failed", topic=tp[0], partition=tp[1], error=str(error))
             self.checkpoints.pop(tp, None)
             return True
-        finally:
-            self._running = None
         swapped = self._swap_in(partition_log, result)
         if swapped == len(result.groups) and self.logs.get_log(*tp) is partition_log:
             self.checkpoints[tp] = result.end_offset
@@ -306,10 +302,4 @@ class LogCleaner:
     async def shutdown(self) -> None:
         """Stop a round in progress (its `.cleaned` file goes) and the thread."""
         self._stop.set()
-        running = self._running
-        if running is not None:
-            try:
-                await running
-            except Exception:  # noqa: BLE001 - stopping anyway
-                pass
-        self._executor.shutdown(wait=True)
+        await asyncio.get_running_loop().run_in_executor(None, self._executor.shutdown, True)

@@ -1,0 +1,157 @@
+"""Log compaction seen by real clients: confluent-kafka writes a compacted topic with many updates per
+key and tombstones, the cleaner runs (short settings), and a consumer from offset 0 sees each live
+key's last value at its original offset, tombstones until `delete.retention.ms` has passed, then not.
+The same scenario runs against Apache Kafka (scripts/kafka_ref.py) and both give the same records.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from tests.process import BrokerProcess
+
+Row = tuple[int, bytes | None, bytes | None]
+
+DELETE_RETENTION_MS = 3000
+SEGMENT_MS = 500
+TOPIC_CONFIGS = {
+    "cleanup.policy": "compact",
+    "segment.ms": str(SEGMENT_MS),
+    "min.cleanable.dirty.ratio": "0.01",
+    "delete.retention.ms": str(DELETE_RETENTION_MS),
+}
+CLEANER_SETTINGS = {"log.cleaner.backoff.ms": "100"}
+
+
+def kbroker_args() -> list[str]:
+    args = []
+    for name, value in CLEANER_SETTINGS.items():
+        args += ["--config", f"{name}={value}"]
+    return args
+
+
+def create_compacted_topic(bootstrap: str, topic: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics([NewTopic(topic, 1, 1, config=TOPIC_CONFIGS)])
+    futures[topic].result(30)
+    deadline = time.monotonic() + 30
+    while topic not in admin.list_topics(timeout=10).topics:  # Kafka answers before its metadata knows it
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+
+
+def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes | None]]) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    for key, value in rows:
+        producer.produce(topic, key=key, value=value, partition=0)
+    assert producer.flush(30) == 0
+
+
+def read_all(bootstrap: str, topic: str) -> list[Row]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-{uuid.uuid4().hex[:8]}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "isolation.level": "read_committed",
+        }
+    )
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    rows: list[Row] = []
+    deadline = time.monotonic() + 30
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == -191:  # _PARTITION_EOF
+                    return rows
+                raise AssertionError(message.error())
+            rows.append((message.offset(), message.key(), message.value()))
+        raise AssertionError("no end of partition within 30 s")
+    finally:
+        consumer.close()
+
+
+def wait_for(bootstrap: str, topic: str, expected: list[Row], timeout: float = 60.0) -> list[Row]:
+    deadline = time.monotonic() + timeout
+    while True:
+        rows = read_all(bootstrap, topic)
+        if rows == expected or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.3)
+
+
+def compacted(history: list[Row], clean_below: int, keep_tombstones: bool) -> list[Row]:
+    """The model: below `clean_below` each key's last record (tombstones only if kept), above it everything."""
+    last = {key: row for row in history if row[0] < clean_below for key in [row[1]]}
+    kept = sorted(r for r in last.values() if r[2] is not None or keep_tombstones)
+    return kept + [r for r in history if r[0] >= clean_below]
+
+
+def scenario(bootstrap: str) -> tuple[list[Row], list[Row], list[Row], list[Row]]:
+    """(seen after the first round, its model, seen after the second, its model)."""
+    topic = f"compacted-{uuid.uuid4().hex[:8]}"
+    create_compacted_topic(bootstrap, topic)
+    rows: list[tuple[bytes, bytes | None]] = [(b"key-%02d" % (i % 20), b"v%03d" % i) for i in range(200)]
+    rows += [(b"key-03", None), (b"key-07", None), (b"key-07", b"back"), (b"key-11", None)]
+    produce(bootstrap, topic, rows)
+    time.sleep(SEGMENT_MS / 1000 + 0.3)
+    produce(bootstrap, topic, [(b"roll-a", b"x")])  # rolls: everything before it is cleanable
+    history: list[Row] = [(offset, key, value) for offset, (key, value) in enumerate(rows + [(b"roll-a", b"x")])]
+    model_a = compacted(history, len(rows), keep_tombstones=True)
+    seen_a = wait_for(bootstrap, topic, model_a)
+    time.sleep(DELETE_RETENTION_MS / 1000 + 0.5)  # the tombstones' delete horizon passes
+    more: list[tuple[bytes, bytes | None]] = [(b"key-%02d" % i, b"w%d" % i) for i in range(5)]
+    produce(bootstrap, topic, more)
+    time.sleep(SEGMENT_MS / 1000 + 0.3)
+    produce(bootstrap, topic, [(b"roll-b", b"y")])
+    history += [(len(history) + i, key, value) for i, (key, value) in enumerate(more + [(b"roll-b", b"y")])]
+    model_b = compacted(history, len(history) - 1, keep_tombstones=False)
+    seen_b = wait_for(bootstrap, topic, model_b)
+    return seen_a, model_a, seen_b, model_b
+
+
+@pytest.fixture
+def kbroker(start_broker: Callable[..., BrokerProcess]) -> BrokerProcess:
+    return start_broker(*kbroker_args())
+
+
+def test_a_consumer_from_zero_sees_each_live_keys_last_value_at_its_offset(kbroker: BrokerProcess) -> None:
+    seen_a, model_a, seen_b, model_b = scenario(kbroker.bootstrap)
+    assert seen_a == model_a
+    assert (203, b"key-11", None) in seen_a  # a tombstone stays until its delete horizon
+    assert seen_b == model_b
+    assert not [row for row in seen_b if row[2] is None]
+    assert "log_cleaned" in kbroker.log_text()
+
+
+@pytest.fixture
+def kafka() -> Iterator[Any]:
+    if shutil.which("java") is None:
+        pytest.skip("java is needed for the reference Apache Kafka")
+    from scripts.kafka_ref import KafkaRef
+
+    with KafkaRef(properties=CLEANER_SETTINGS) as ref:
+        yield ref
+
+
+def test_the_same_scenario_gives_the_same_records_as_apache_kafka(kbroker: BrokerProcess, kafka: Any) -> None:
+    ours = scenario(kbroker.bootstrap)
+    theirs = scenario(kafka.bootstrap)
+    assert theirs[0] == theirs[1] and theirs[2] == theirs[3]  # the model is Kafka's behaviour
+    assert ours == theirs
