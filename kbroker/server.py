@@ -22,8 +22,6 @@ from kbroker.connection import Connection, ConnectionRegistry
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.txn.runtime import start_transaction_coordinator
-from kbroker.txn.states import producer_states
-from kbroker.txn.txn_indexes import transaction_indexes
 
 log = structlog.get_logger("kbroker.server")
 
@@ -55,11 +53,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
-    states = producer_states(broker)
-    states.preload(partition_log for _, partition_log in logs.logs())
-    txn_indexes = transaction_indexes(broker)
-    txn_indexes.preload(partition_log for _, partition_log in logs.logs())
-    cleaner = new_log_cleaner(config, logs, states, txn_indexes)
+    cleaner = new_log_cleaner(config, logs)
     groups = start_group_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = ConnectionRegistry(
@@ -84,7 +78,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     duties = [
         loop.create_task(logs.run(), name="log-duties"),
         loop.create_task(_close_idle(registry), name="idle-connections"),
-        loop.create_task(states.run(), name="producer-state-duties"),
     ]
     if cleaner is not None:
         duties.append(loop.create_task(cleaner.run(), name="log-cleaner"))
@@ -115,8 +108,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await asyncio.gather(*duties, return_exceptions=True)
     if cleaner is not None:
         await cleaner.shutdown()  # a round in progress stops; its files go or are finished at the next start
-    states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
-    txn_indexes.checkpoint_all()  # likewise for the open transactions of each partition
     await logs.shutdown()
     log.info("broker_stopped")
     return 0

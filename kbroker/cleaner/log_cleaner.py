@@ -24,14 +24,16 @@ from typing import Any
 import structlog
 
 from kbroker.cleaner.offset_map import OffsetMap
-from kbroker.cleaner.partition_state import NoTransactions, PartitionState
+from kbroker.cleaner.record_filter import LastRecord
 from kbroker.cleaner.segments import CleaningAbortedError, CleanJob, RoundResult, SourceSegment, clean_partition
 from kbroker.cleaner.throttle import Throttler
 from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.manager import LogManager, TopicPartition
 from kbroker.log.partition_log import PartitionLog
+from kbroker.log.producer_entry import NO_OFFSET
 from kbroker.log.segment import now_ms
+from kbroker.log.unified_log import UnifiedLog
 from protocol.records import HEADER
 
 log = structlog.get_logger(__name__)
@@ -87,7 +89,7 @@ class CompactionSettings:
 @dataclass(slots=True)
 class LogToClean:
     tp: TopicPartition
-    partition_log: PartitionLog
+    unified: UnifiedLog
     settings: CompactionSettings
     first_dirty_offset: int
     first_uncleanable_offset: int  # a segment's base offset
@@ -108,6 +110,14 @@ def _first_batch_timestamp(partition_log: PartitionLog, index: int) -> int:
     return int(HEADER.unpack(segment.pread(0, HEADER.size))[8])
 
 
+def _last_records(unified: UnifiedLog) -> dict[int, LastRecord]:
+    """Each active producer's last data offset (None when it has only markers) and epoch."""
+    return {
+        pid: LastRecord(None if entry.last_offset == NO_OFFSET else entry.last_offset, entry.producer_epoch)
+        for pid, entry in unified.producer_state().producers.items()
+    }
+
+
 class LogCleaner:
     """Compacts the partitions of `cleanup.policy=compact` topics in one worker thread."""
 
@@ -117,13 +127,11 @@ class LogCleaner:
         config: CleanerConfig | None = None,
         *,
         topic_config: Callable[[str], Mapping[str, Any]],
-        partition_state: PartitionState | None = None,
         clock: Callable[[], int] = now_ms,
     ) -> None:
         self.logs = logs
         self.config = config or CleanerConfig()
         self.topic_config = topic_config
-        self.partition_state: PartitionState = partition_state or NoTransactions()
         self.clock = clock
         self.checkpoint_path = logs.data_dir / CHECKPOINT_FILE
         self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
@@ -132,15 +140,16 @@ class LogCleaner:
         self.rounds = 0
 
     # -- choosing a log --------------------------------------------------------------
-    def cleanable(self, tp: TopicPartition, partition_log: PartitionLog, now: int) -> LogToClean | None:
+    def cleanable(self, tp: TopicPartition, unified: UnifiedLog, now: int) -> LogToClean | None:
         settings = CompactionSettings.from_topic_config(self.topic_config(tp[0]))
-        if not settings.compact or partition_log.offline is not None:
+        partition_log = unified.local
+        if not settings.compact or partition_log.offline is not None or unified.deleted:
             return None
         segments = partition_log.segments
         first_dirty = self.checkpoints.get(tp, partition_log.log_start_offset)
         if first_dirty < partition_log.log_start_offset or first_dirty > partition_log.log_end_offset:
             first_dirty = partition_log.log_start_offset
-        uncleanable = min(self.partition_state.last_stable_offset(partition_log), segments[-1].base_offset)
+        uncleanable = min(unified.last_stable_offset(), segments[-1].base_offset)
         bases = [s.base_offset for s in segments]
         if settings.min_compaction_lag_ms > 0:
             for i, segment in enumerate(segments[:-1]):
@@ -166,15 +175,13 @@ class LogCleaner:
                     if 0 < timestamp < now - settings.max_compaction_lag_ms:
                         need_now = True
                         break
-        return LogToClean(
-            tp, partition_log, settings, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, need_now
-        )
+        return LogToClean(tp, unified, settings, first_dirty, first_uncleanable, clean_bytes, cleanable_bytes, need_now)
 
     def grab_filthiest(self, now: int) -> LogToClean | None:
         best = None
-        for tp, partition_log in self.logs.logs():
+        for tp, unified in self.logs.partitions():
             try:
-                candidate = self.cleanable(tp, partition_log, now)
+                candidate = self.cleanable(tp, unified, now)
             except (KafkaStorageError, OSError) as error:
                 log.warning("cleaner_skipped_partition", topic=tp[0], partition=tp[1], error=str(error))
                 continue
@@ -189,7 +196,8 @@ class LogCleaner:
 
     # -- one round -------------------------------------------------------------------
     def _job(self, candidate: LogToClean, now: int) -> CleanJob:
-        partition_log = candidate.partition_log
+        unified = candidate.unified
+        partition_log = unified.local
         segments = partition_log.segments
         sources = []
         first_dirty_position = 0
@@ -209,8 +217,8 @@ class LogCleaner:
             first_dirty_offset=candidate.first_dirty_offset,
             first_dirty_position=first_dirty_position,
             first_uncleanable_offset=candidate.first_uncleanable_offset,
-            aborted=list(self.partition_state.aborted_transactions(partition_log, candidate.first_uncleanable_offset)),
-            active_producers=dict(self.partition_state.active_producers(partition_log)),
+            aborted=unified.collect_aborted(segments[0].base_offset, candidate.first_uncleanable_offset),
+            active_producers=_last_records(unified),
             now=now,
             delete_retention_ms=candidate.settings.delete_retention_ms,
             segment_bytes=config.segment_bytes,
@@ -232,7 +240,8 @@ class LogCleaner:
         candidate = self.grab_filthiest(now)
         if candidate is None:
             return False
-        tp, partition_log = candidate.tp, candidate.partition_log
+        tp, unified = candidate.tp, candidate.unified
+        partition_log = unified.local
         started = time.perf_counter()
         job = self._job(candidate, now)
         loop = asyncio.get_running_loop()
@@ -246,7 +255,7 @@ class LogCleaner:
             self.checkpoints.pop(tp, None)
             return True
         swapped = self._swap_in(partition_log, result)
-        if swapped == len(result.groups) and self.logs.get_log(*tp) is partition_log:
+        if swapped == len(result.groups) and self.logs.get_partition(*tp) is unified:
             self.checkpoints[tp] = result.end_offset
             await loop.run_in_executor(self._executor, write_checkpoint, self.checkpoint_path, dict(self.checkpoints))
         self.rounds += 1

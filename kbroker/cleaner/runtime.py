@@ -6,16 +6,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from kbroker.cleaner.log_cleaner import CleanerConfig, LogCleaner
-from kbroker.cleaner.txn_state import TxnPartitionState
 from kbroker.config import BrokerConfig
 from kbroker.log.manager import LogManager
-from kbroker.txn.states import ProducerStates
-from kbroker.txn.txn_indexes import TransactionIndexes
 
 
-def new_log_cleaner(
-    config: BrokerConfig, logs: LogManager, producer_states: ProducerStates, transaction_indexes: TransactionIndexes
-) -> LogCleaner | None:
+def new_log_cleaner(config: BrokerConfig, logs: LogManager) -> LogCleaner | None:
     cleaner_config = CleanerConfig.from_broker(config)
     if not cleaner_config.enable:
         return None
@@ -24,9 +19,4 @@ def new_log_cleaner(
         metadata = logs.topic(name)
         return config.topic_config(metadata.configs if metadata is not None else {})
 
-    return LogCleaner(
-        logs,
-        cleaner_config,
-        topic_config=topic_config,
-        partition_state=TxnPartitionState(producer_states, transaction_indexes),
-    )
+    return LogCleaner(logs, cleaner_config, topic_config=topic_config)

@@ -1,7 +1,7 @@
 """ListOffsets (2), versions 1-7: offsets by timestamp, as Kafka's leader answers them.
 
 -2 earliest: the log start offset; -1 latest: the high watermark (for read_committed
-the last stable offset, kbroker.txn.txn_indexes); -3 (v7+) the record with the largest
+the last stable offset, from the partition's UnifiedLog); -3 (v7+) the record with the largest
 timestamp; a timestamp T >= 0: the first record whose timestamp is >= T, found inside its
 batch; timestamp and offset -1 when no record qualifies, or (read_committed) when the one
 found is at or past the last stable offset, as Kafka bounds lookups by the last fetchable offset.
@@ -19,7 +19,6 @@ from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, KafkaStorageError
 from kbroker.log.partition_log import EARLIEST_LOCAL_TIMESTAMP
-from kbroker.txn.txn_indexes import transaction_indexes
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import TimestampAndOffset
@@ -48,7 +47,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], read_committed: bool) -> dict[str, Any]:
     index = partition["partition_index"]
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index))
     epoch = partition["current_leader_epoch"]
@@ -56,9 +55,9 @@ def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], rea
         return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)
     timestamp = partition["timestamp"]
     try:
-        found = log.fetch_offset_by_timestamp(timestamp)
+        found = log.local.fetch_offset_by_timestamp(timestamp)
         if read_committed and timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            last_stable = transaction_indexes(ctx.broker).for_log(log).last_stable_offset()
+            last_stable = log.last_stable_offset()
             if timestamp == LATEST_TIMESTAMP:
                 found = TimestampAndOffset(-1, last_stable)
             elif found is not None and found.offset >= last_stable:

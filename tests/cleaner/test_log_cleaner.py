@@ -105,7 +105,7 @@ def test_the_dirty_ratio_must_pass_the_minimum(manager: LogManager) -> None:
     assert run(LogCleaner(manager, topic_config=topic_config(manager)))
     write_history(log, keys=2, rounds=2)  # a little dirty data after the cleaned part
     strict = LogCleaner(manager, topic_config=topic_config(manager, {"min.cleanable.dirty.ratio": "0.9"}))
-    candidate = strict.cleanable(("t", 0), log, 10_000)
+    candidate = strict.cleanable(("t", 0), manager.get_partition("t", 0), 10_000)  # type: ignore[arg-type]
     assert candidate is not None and 0.1 < candidate.cleanable_ratio < 0.9
     assert not run(strict)
     assert run(LogCleaner(manager, topic_config=topic_config(manager, {"min.cleanable.dirty.ratio": "0.1"})))

@@ -8,7 +8,7 @@ from kbroker.cleaner.batch_writer import delete_horizon_ms
 from kbroker.cleaner.offset_map import OffsetMap, build_offset_map
 from kbroker.cleaner.record_filter import LastRecord, RecordFilter
 from kbroker.cleaner.txn_metadata import CleanedTransactionMetadata
-from kbroker.txn.txn_index_file import AbortedTxn
+from kbroker.log.txn_index_file import AbortedTxn
 from protocol import compression
 from protocol.record_builder import SimpleRecord, build_control_batch, build_record_batch
 from protocol.records import ControlRecordType, RecordBatch, iter_batches
