@@ -57,7 +57,7 @@ def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes | None]]) 
     assert producer.flush(30) == 0
 
 
-def read_all(bootstrap: str, topic: str) -> list[Row]:
+def read_all(bootstrap: str, topic: str, isolation: str = "read_committed") -> list[Row]:
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
@@ -66,7 +66,7 @@ def read_all(bootstrap: str, topic: str) -> list[Row]:
             "group.id": f"read-{uuid.uuid4().hex[:8]}",
             "enable.auto.commit": False,
             "enable.partition.eof": True,
-            "isolation.level": "read_committed",
+            "isolation.level": isolation,
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
@@ -87,10 +87,12 @@ def read_all(bootstrap: str, topic: str) -> list[Row]:
         consumer.close()
 
 
-def wait_for(bootstrap: str, topic: str, expected: list[Row], timeout: float = 60.0) -> list[Row]:
+def wait_for(
+    bootstrap: str, topic: str, expected: list[Row], timeout: float = 60.0, isolation: str = "read_committed"
+) -> list[Row]:
     deadline = time.monotonic() + timeout
     while True:
-        rows = read_all(bootstrap, topic)
+        rows = read_all(bootstrap, topic, isolation)
         if rows == expected or time.monotonic() > deadline:
             return rows
         time.sleep(0.3)
@@ -154,4 +156,59 @@ def test_the_same_scenario_gives_the_same_records_as_apache_kafka(kbroker: Broke
     ours = scenario(kbroker.bootstrap)
     theirs = scenario(kafka.bootstrap)
     assert theirs[0] == theirs[1] and theirs[2] == theirs[3]  # the model is Kafka's behaviour
+    assert ours == theirs
+
+
+def transactional_scenario(bootstrap: str) -> tuple[list[Row], list[Row], list[Row]]:
+    """Committed and aborted transactions and plain records on a compacted topic; after cleaning,
+    (read_committed view, read_uncommitted view, model)."""
+    from confluent_kafka import Producer
+
+    topic = f"compacted-txn-{uuid.uuid4().hex[:8]}"
+    create_compacted_topic(bootstrap, topic)
+    committed: list[Row] = []
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": f"tx-{uuid.uuid4().hex[:8]}"})
+    producer.init_transactions(30)
+    plain = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+
+    def send(target: Any, rows: list[tuple[bytes, bytes | None]], keep: bool) -> None:
+        def delivered(error: Any, message: Any) -> None:
+            assert error is None, error
+            if keep:
+                committed.append((message.offset(), message.key(), message.value()))
+
+        for key, value in rows:
+            target.produce(topic, key=key, value=value, partition=0, on_delivery=delivered)
+        target.flush(30)
+
+    producer.begin_transaction()
+    send(producer, [(b"k%d" % i, b"committed-1") for i in range(5)], keep=True)
+    producer.commit_transaction(30)
+    send(plain, [(b"k1", b"plain"), (b"k9", b"plain")], keep=True)
+    producer.begin_transaction()
+    send(producer, [(b"k0", b"aborted"), (b"k2", b"aborted"), (b"only-aborted", b"aborted")], keep=False)
+    producer.abort_transaction(30)
+    producer.begin_transaction()
+    send(producer, [(b"k0", b"committed-2"), (b"k3", None)], keep=True)
+    producer.commit_transaction(30)
+    time.sleep(SEGMENT_MS / 1000 + 0.3)
+    send(plain, [(b"roll", b"x")], keep=True)
+    trigger = committed[-1][0]
+    model = compacted(sorted(committed), trigger, keep_tombstones=True)
+    seen = wait_for(bootstrap, topic, model)
+    uncommitted = wait_for(bootstrap, topic, model, isolation="read_uncommitted")  # aborted data is gone
+    return seen, uncommitted, model
+
+
+def test_transactions_on_a_compacted_topic_clean_as_in_kafka(kbroker: BrokerProcess) -> None:
+    seen, uncommitted, model = transactional_scenario(kbroker.bootstrap)
+    assert seen == model
+    assert uncommitted == model
+    assert not [row for row in seen if row[1] == b"only-aborted"]
+
+
+def test_transactions_give_the_same_records_as_apache_kafka(kbroker: BrokerProcess, kafka: Any) -> None:
+    ours = transactional_scenario(kbroker.bootstrap)
+    theirs = transactional_scenario(kafka.bootstrap)
+    assert theirs[0] == theirs[2] and theirs[1] == theirs[2]
     assert ours == theirs
