@@ -40,11 +40,14 @@ class Throttler:
             return
         self._observed += size
         elapsed = self.clock() - self._period_start
-        if elapsed < CHECK_INTERVAL_S:
-            return
         wanted = self._observed / self.bytes_per_second
         if wanted > elapsed:
-            self.sleep(wanted - elapsed)
+            if self.stop is not None:
+                if self.stop.wait(wanted - elapsed):  # a shutdown does not wait for the throttle
+                    raise CleaningAbortedError("the cleaner is stopping")
+            else:
+                self.sleep(wanted - elapsed)
             self.slept_s += wanted - elapsed
-        self._period_start = self.clock()
-        self._observed = 0.0
+        if elapsed >= CHECK_INTERVAL_S:
+            self._period_start = self.clock()
+            self._observed = 0.0

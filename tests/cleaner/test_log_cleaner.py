@@ -225,3 +225,26 @@ def test_the_cleaner_can_be_turned_off() -> None:
             return float(self.values[name])
 
     assert not CleanerConfig.from_broker(Config()).enable
+
+
+def test_recovery_finishes_a_swap_stopped_after_the_old_files_were_renamed(manager: LogManager) -> None:
+    log = manager.get_log("t", 0)
+    assert log is not None
+    write_history(log)
+    before = records(log)
+    cleaner = LogCleaner(manager, topic_config=topic_config(manager))
+    candidate = cleaner.grab_filthiest(10_000)
+    assert candidate is not None
+    result = cleaner._run_job(cleaner._job(candidate, 10_000))
+    group = next(g for g in result.groups if g.bytes_out > 0)
+    for segment in group.old:  # the swap-in had renamed the replaced files, then the process died
+        segment.mark_deleted()
+    log.release_files()
+    recover_swaps(log.directory)
+    reopened = PartitionLog.open(log.directory, log.config)
+    got = records(reopened)
+    assert set(got) <= set(before)
+    assert {k: (o, v) for o, k, v in got} == {k: (o, v) for o, k, v in before}
+    names = os.listdir(log.directory)
+    assert f"{group.base_offset:020d}.log" in names and not [n for n in names if n.endswith(".swap")]
+    reopened.close()
