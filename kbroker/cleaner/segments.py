@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbroker.cleaner.batch_writer import build_empty
 from kbroker.cleaner.offset_map import OffsetMap, build_offset_map
 from kbroker.cleaner.record_filter import CleanerStats, LastRecord, RecordFilter
 from kbroker.cleaner.throttle import CleaningAbortedError, Throttler
@@ -192,14 +193,21 @@ def _clean_group(
     written = 0
     try:
         pending = bytearray()
+        last: RecordBatch | None = None
+        kept_last = False
         for source in group:
             for batch in iter_segment_batches(source.fd, 0, source.size, throttler):
                 data = record_filter.filter_batch(batch)
+                last, kept_last = batch, data is not None
                 if data is not None:
                     pending += data
                 if len(pending) >= WRITE_CHUNK:
                     written += _write(fd, pending, written, throttler)
                     pending = bytearray()
+        if last is not None and not kept_last:
+            # the group's last offset stays in it as an empty batch, so the cleaned segment still ends
+            # where the next one starts: a gap between segments keeps meaning lost data (log_offset_gaps)
+            pending += build_empty(last)
         written += _write(fd, pending, written, throttler)
         os.fsync(fd)
     except BaseException:
