@@ -8,7 +8,7 @@ say STATIC_BROKER_CONFIG or DEFAULT_CONFIG truthfully) and derives the topic-lev
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -249,6 +249,7 @@ class BrokerConfig:
         explicit = {key.strip(): raw for key, raw in (properties or {}).items()}
         values = _parse_all(explicit)
         _reconcile_node_id(values, explicit)
+        _check_request_limits(values)
         listen_ep = parse_endpoint(listen, "--listen") if listen else _listen_from(values)
         advertised_ep = _advertised_from(values, listen_ep, advertised_listener)
         directory = _data_dir_from(values, data_dir)
@@ -259,7 +260,9 @@ class BrokerConfig:
             _record(values, explicit, "advertised.listeners", f"PLAINTEXT://{advertised_ep}")
         if data_dir is not None and str(data_dir):
             _record(values, explicit, "log.dirs", str(directory))
-        return cls(values, explicit, listen_ep, advertised_ep, directory)
+        config = cls(values, explicit, listen_ep, advertised_ep, directory)
+        config._check_derived()
+        return config
 
     # ----- property access
 
@@ -337,6 +340,17 @@ class BrokerConfig:
         merged = self.topic_default_values()
         merged.update(validate_topic_configs(overrides or {}))
         return merged
+
+    def _check_derived(self) -> None:
+        """Kafka's checks of the values derived from synonyms (KafkaConfig.validateValues): each key alone
+        may be in range (log.retention.ms=-5 means unlimited, as in Kafka) while the result is not."""
+        for topic_name, rule, allowed in _DERIVED_RULES:
+            prop = TOPIC_PROPERTIES[topic_name]
+            value = self._topic_default(prop)
+            assert isinstance(value, int)
+            if not allowed(value):
+                source = next((s.name for s in prop.synonyms if s.name in self._explicit), prop.synonyms[0].name)
+                raise ConfigError(f"invalid value {self._explicit.get(source)} for {source}: {rule} (Kafka's rule)")
 
     def _topic_default(self, prop: TopicProperty) -> Value:
         candidates = [s for s in prop.synonyms if s.name in self._explicit]
@@ -417,6 +431,13 @@ def _record(values: dict[str, Value | None], explicit: dict[str, str], name: str
     explicit[name] = raw
 
 
+_DERIVED_RULES: tuple[tuple[str, str, Callable[[int], bool]], ...] = (
+    ("retention.ms", "the retention time must be unlimited (-1) or at least 1 ms", lambda v: v == -1 or v >= 1),
+    ("segment.ms", "the roll time must be at least 1 ms", lambda v: v >= 1),
+    ("segment.jitter.ms", "the roll jitter must be at least 0 ms", lambda v: v >= 0),
+)
+
+
 def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]) -> None:
     """broker.id stands in for an unset node.id; both set must agree; broker.id reports node.id."""
     if "broker.id" in explicit and "node.id" not in explicit:
@@ -425,6 +446,22 @@ def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]
     elif "broker.id" in explicit and values["broker.id"] != values["node.id"]:
         raise ConfigError(f"broker.id ({values['broker.id']}) must equal node.id ({values['node.id']})")
     values["broker.id"] = values["node.id"]
+
+
+def _check_request_limits(values: Mapping[str, Value | None]) -> None:
+    queued, largest = values["queued.max.request.bytes"], values["socket.request.max.bytes"]
+    assert isinstance(queued, int) and isinstance(largest, int)
+    if 0 <= queued < largest:
+        raise ConfigError(
+            f"queued.max.request.bytes ({queued}) must be -1 or at least socket.request.max.bytes ({largest}), "
+            "or a request of the largest size could never be received"
+        )
+    overrides = values["max.connections.per.ip.overrides"]
+    assert isinstance(overrides, str)
+    for item in filter(None, (i.strip() for i in overrides.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ConfigError(f"invalid max.connections.per.ip.overrides entry {item!r}: expected HOST:COUNT")
 
 
 def _listen_from(values: Mapping[str, Value | None]) -> Endpoint:

@@ -42,7 +42,10 @@ def test_defaults_are_kafkas_except_documented_ones() -> None:
     assert config.get("delete.topic.enable") is True
     assert config.get("socket.request.max.bytes") == 104857600
     assert config.get("connections.max.idle.ms") == 600000
-    assert config.get("max.connections") == 2**31 - 1
+    assert config.get("max.connections") == 1000
+    assert "2147483647" in (BROKER_PROPERTIES["max.connections"].note or "")
+    assert config.get("queued.max.request.bytes") == 256 * 2**20
+    assert "-1" in (BROKER_PROPERTIES["queued.max.request.bytes"].note or "")
     assert config.get("group.min.session.timeout.ms") == 6000
     assert config.get("group.max.session.timeout.ms") == 1800000
     assert config.get("offsets.retention.minutes") == 10080
@@ -54,6 +57,20 @@ def test_defaults_are_kafkas_except_documented_ones() -> None:
     assert config.get("log.retention.ms") is None
     assert config.get("group.initial.rebalance.delay.ms") == 0
     assert "3000" in (BROKER_PROPERTIES["group.initial.rebalance.delay.ms"].note or "")
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"queued.max.request.bytes": "1000"}, "at least socket.request.max.bytes"),
+        ({"max.connections.per.ip.overrides": "127.0.0.1"}, "expected HOST:COUNT"),
+        ({"max.connections.per.ip.overrides": "h:x"}, "expected HOST:COUNT"),
+    ],
+)
+def test_request_and_connection_limits_are_checked(props: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.build(props)
+    assert BrokerConfig.build({"queued.max.request.bytes": "-1", "max.connections.per.ip.overrides": "h:1,::1:5"})
 
 
 def test_default_addresses_and_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -486,3 +503,33 @@ def test_the_log_layer_accepts_every_topic_default() -> None:
     config = build(log_retention_hours="1", log_segment_bytes="1048576", kbroker_fsync_before_ack="true")
     log_config = LogConfig.from_properties(config.topic_defaults())
     assert (log_config.retention_ms, log_config.segment_bytes, log_config.fsync_before_ack) == (3600000, 1048576, True)
+
+
+# Apache Kafka 4.3.1 started with each of these (scripts/kafka_ref.py, one node): the accepted ones start, the
+# rejected ones stop in KafkaConfig.validateValues, which checks the values derived from the synonyms.
+@pytest.mark.parametrize(
+    ("props", "retention_ms"),
+    [
+        ({"log.retention.ms": "-5"}, -1),  # any negative time means unlimited
+        ({"log.retention.minutes": "-3"}, -1),
+        ({"log.retention.hours": "-1"}, -1),
+        ({"log.retention.ms": "1"}, 1),
+    ],
+)
+def test_negative_retention_means_unlimited_as_in_kafka(props: dict[str, str], retention_ms: int) -> None:
+    assert BrokerConfig.build(props).topic_default_values()["retention.ms"] == retention_ms
+
+
+@pytest.mark.parametrize(
+    ("props", "fragment"),
+    [
+        ({"log.retention.ms": "0"}, "invalid value 0 for log.retention.ms: the retention time must be unlimited"),
+        ({"log.retention.minutes": "0"}, "invalid value 0 for log.retention.minutes"),
+        ({"log.retention.hours": "0"}, "invalid value 0 for log.retention.hours"),
+        ({"log.roll.ms": "0"}, "invalid value 0 for log.roll.ms: the roll time must be at least 1 ms"),
+        ({"log.roll.jitter.ms": "-1"}, "invalid value -1 for log.roll.jitter.ms"),
+    ],
+)
+def test_derived_log_times_are_checked_as_kafka_does(props: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        BrokerConfig.build(props)

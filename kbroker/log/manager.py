@@ -81,6 +81,7 @@ class LogManager:
         # every partition's on_append event (UnifiedLog): listeners(log, info, size) subscribe here once
         self.on_append: list[AppendListener] = []
         self.had_clean_shutdown = False
+        self.fresh_directory = False  # nothing was ever stored here: no recovery to speak of
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, LogConfig] = {}
         self._logs: dict[TopicPartition, UnifiedLog] = {}
@@ -94,6 +95,8 @@ class LogManager:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         marker = self.data_dir / CLEAN_SHUTDOWN_FILE
         self.had_clean_shutdown = marker.exists()
+        # Every start writes the recovery-point checkpoint, so its absence means no broker ever ran here.
+        self.fresh_directory = not self.had_clean_shutdown and not (self.data_dir / RECOVERY_POINT_CHECKPOINT).exists()
         recovery_points = read_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
         deleting = self._remove_deleted_dirs()
@@ -119,7 +122,7 @@ class LogManager:
         log.info(
             "log_manager_started",
             data_dir=str(self.data_dir),
-            clean_shutdown=self.had_clean_shutdown,
+            **({"fresh_directory": True} if self.fresh_directory else {"clean_shutdown": self.had_clean_shutdown}),
             topics=len(self._topics),
             partitions=len(self._logs),
             producer_state_batches_scanned=self._producer_state_batches_scanned(),

@@ -43,8 +43,15 @@ class LogMarkerWriter:
         self.on_marker = on_marker
 
     async def write_markers(
-        self, producer_id: int, producer_epoch: int, partitions: list[TopicPartition], commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        commit: bool,
+        *,
+        coordinator_epoch: int = COORDINATOR_EPOCH,
     ) -> None:
+        """Append the markers (all before the first await), then wait until they are durable."""
         written: list[tuple[UnifiedLog, AppendInfo]] = []
         marker = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         now = int(time.time() * 1000)
@@ -58,12 +65,12 @@ class LogMarkerWriter:
                     marker,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
-                    coordinator_epoch=COORDINATOR_EPOCH,
+                    coordinator_epoch=coordinator_epoch,
                     timestamp=now,
                 )
             )
             info = partition_log.append_as_leader(
-                batch, AppendOrigin.MARKER, leader_epoch=LEADER_EPOCH, coordinator_epoch=COORDINATOR_EPOCH, now=now
+                batch, AppendOrigin.MARKER, leader_epoch=LEADER_EPOCH, coordinator_epoch=coordinator_epoch, now=now
             )
             if self.on_marker is not None:
                 self.on_marker(topic, partition, producer_id, commit)

@@ -1,4 +1,4 @@
-"""The command line: `kbroker serve` runs the broker, `kbroker configs` prints the property table."""
+"""`kbroker serve` runs the broker, `kbroker configs` prints the property table."""
 
 from __future__ import annotations
 
@@ -7,12 +7,11 @@ import importlib
 import os
 import sys
 import textwrap
-from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-from kbroker import __version__
-from kbroker.config import BrokerConfig, ConfigError, read_properties_file
-from kbroker.config_defs import BROKER_PROPERTIES, SECTIONS, TOPIC_PROPERTIES, BrokerProperty, render_value
-from kbroker.logs import FORMATS, LEVELS
+if TYPE_CHECKING:  # the parser is built for every command: the broker's modules load only when serving
+    from kbroker.config import BrokerConfig
+    from kbroker.config_defs import BrokerProperty
 
 EXIT_CONFIG = 2
 ENVIRONMENT = {
@@ -42,14 +41,9 @@ logging defaults. Listening on all interfaces advertises 127.0.0.1 unless told o
 An unknown property or a bad value stops kbroker with exit status 2 and a one-line message."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """An ArgumentParser whose usage errors are one line and exit with status 2."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_CONFIG, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
-
-
 def _property_names(ignored: bool) -> str:
+    from kbroker.config_defs import BROKER_PROPERTIES
+
     names = ", ".join(name for name, prop in BROKER_PROPERTIES.items() if prop.ignored == ignored)
     return textwrap.fill(names, width=100, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
 
@@ -58,34 +52,30 @@ def _env(name: str) -> str | None:
     return os.environ.get(ENVIRONMENT[name]) or None
 
 
-def build_parser() -> argparse.ArgumentParser:
-    properties = (
+def properties_help() -> str:
+    return (
         "broker properties (Kafka's names; 'kbroker configs' lists types, defaults, ranges and docs):\n"
         + _property_names(ignored=False)
         + "\n\naccepted so Kafka's own server.properties loads, but without effect (a warning is logged):\n"
         + _property_names(ignored=True)
     )
-    parser = _Parser(
-        prog="kbroker",
-        description="kbroker: a Kafka-protocol broker. Stock Kafka clients connect to it unmodified.",
-        epilog=f"{_SERVE_OPTIONS}\n\n{_PRECEDENCE}\n\n{properties}",
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("--version", action="version", version=f"kbroker {__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add_serve(commands, properties)
-    _add_configs(commands)
-    return parser
 
 
-def _add_serve(commands: argparse._SubParsersAction[_Parser], properties: str) -> None:
+def top_level_epilog() -> str:
+    return f"{_SERVE_OPTIONS}\n\n{_PRECEDENCE}\n\n{properties_help()}"
+
+
+def add_serve(commands: argparse._SubParsersAction[Any]) -> None:
     serve = commands.add_parser(
         "serve",
         help="run the broker",
         description="Run the broker until SIGTERM or SIGINT.",
-        epilog=f"{_PRECEDENCE}\n\nexamples:\n  kbroker serve --config num.partitions=3 --config log.retention.hours=24\n"
-        f"  kbroker serve --listen 0.0.0.0:9092 --advertised-listener broker.example:9092\n"
-        f"  kbroker serve --config-file config/server.properties\n\n{properties}",
+        epilog=lambda: (  # type: ignore[arg-type]  # _Parser renders a callable epilog when printing help
+            f"{_PRECEDENCE}\n\nexamples:\n"
+            "  kbroker serve --config num.partitions=3 --config log.retention.hours=24\n"
+            "  kbroker serve --listen 0.0.0.0:9092 --advertised-listener broker.example:9092\n"
+            f"  kbroker serve --config-file config/server.properties\n\n{properties_help()}"
+        ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("--listen", metavar="HOST:PORT", default=_env("listen"),
@@ -101,13 +91,13 @@ def _add_serve(commands: argparse._SubParsersAction[_Parser], properties: str) -
     serve.add_argument("--config-file", metavar="FILE",
                        help="read broker properties from a Java properties file (Kafka's server.properties)")  # fmt: skip
     serve.add_argument("--log-level", metavar="LEVEL", default=_env("log_level") or "info",
-                       help=f"one of {', '.join(LEVELS)} (default info)")  # fmt: skip
+                       help="one of debug, info, warning, error, critical (default info)")  # fmt: skip
     serve.add_argument("--log-format", metavar="FORMAT", default=_env("log_format") or "console",
                        help="console (one key=value line per event) or json (one object per line); default console")  # fmt: skip
     serve.set_defaults(handler=serve_command)
 
 
-def _add_configs(commands: argparse._SubParsersAction[_Parser]) -> None:
+def add_configs(commands: argparse._SubParsersAction[Any]) -> None:
     configs = commands.add_parser(
         "configs",
         help="print the supported configuration properties",
@@ -122,6 +112,9 @@ def _add_configs(commands: argparse._SubParsersAction[_Parser]) -> None:
 
 def load_config(args: argparse.Namespace) -> BrokerConfig:
     """Merge --config-file and --config pairs (later wins) and build the BrokerConfig."""
+    from kbroker.config import BrokerConfig, ConfigError, read_properties_file
+    from kbroker.logs import FORMATS, LEVELS
+
     if args.log_level.lower() not in LEVELS:
         raise ConfigError(f"unknown log level {args.log_level!r}: use one of {', '.join(LEVELS)}")
     if args.log_format not in FORMATS:
@@ -138,6 +131,9 @@ def load_config(args: argparse.Namespace) -> BrokerConfig:
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    from kbroker.config import ConfigError
+    from kbroker.config_defs import BROKER_PROPERTIES
+
     try:
         config = load_config(args)
     except ConfigError as exc:
@@ -173,6 +169,8 @@ def configs_command(args: argparse.Namespace) -> int:
 
 
 def render_broker_table() -> str:
+    from kbroker.config_defs import SECTIONS
+
     lines: list[str] = []
     for title, props in SECTIONS:
         lines.append(f"{title}:")
@@ -183,6 +181,8 @@ def render_broker_table() -> str:
 
 
 def _describe_property(prop: BrokerProperty) -> list[str]:
+    from kbroker.config_defs import render_value
+
     default = render_value(prop.default)
     facts = [prop.type.label, "no default" if default is None else f"default {default or '(empty)'}"]
     if prop.validator is not None:
@@ -196,6 +196,8 @@ def _describe_property(prop: BrokerProperty) -> list[str]:
 
 
 def render_topic_table() -> str:
+    from kbroker.config_defs import TOPIC_PROPERTIES
+
     lines = ["Topic-level configs (CreateTopics, DescribeConfigs); defaults come from the broker properties:"]
     for prop in TOPIC_PROPERTIES.values():
         facts = [prop.type.label, "default from " + " > ".join(s.name for s in prop.synonyms)]
@@ -203,12 +205,3 @@ def render_topic_table() -> str:
             facts.append(f"valid {prop.validator.describe()}")
         lines.extend([f"  {prop.name}  ({', '.join(facts)})", f"      {prop.doc}"])
     return "\n".join(lines)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_CONFIG
-    return int(args.handler(args))
