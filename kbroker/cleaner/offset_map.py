@@ -9,12 +9,17 @@ the rest of the dirty section is cleaned in the next round.
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable
 
 from kbroker.cleaner.txn_metadata import AbortedTxnLike, CleanedTransactionMetadata
 from protocol.records import RecordBatch
 
 HASH_SIZE = 16
+# The cleaner thread decodes records in Python, holding the GIL; without a pause the event loop
+# waits up to the interpreter's switch interval (5 ms) each time it needs the GIL back.
+# Releasing it every 64 records (~0.3 ms of work) keeps that wait short.
+GIL_YIELD_RECORDS = 64
 ENTRY_SIZE = HASH_SIZE + 8
 
 
@@ -81,7 +86,9 @@ def build_offset_map(
             if batch.is_control:
                 transactions.on_control_batch_read(batch)
             elif not transactions.on_batch_read(batch):
-                for record in batch.records():
+                for count, record in enumerate(batch.records(), 1):
+                    if count % GIL_YIELD_RECORDS == 0:
+                        time.sleep(0)  # let the event loop thread take the GIL (see GIL_YIELD_RECORDS)
                     if record.key is not None and record.offset >= start_offset:
                         if offset_map.is_full:
                             return True

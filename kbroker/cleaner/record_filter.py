@@ -20,12 +20,13 @@ A batch whose records all stay and that needs no new horizon is copied byte for 
 from __future__ import annotations
 
 import enum
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from kbroker.cleaner.batch_writer import build_empty, build_retained, delete_horizon_ms
-from kbroker.cleaner.offset_map import OffsetMap
+from kbroker.cleaner.offset_map import GIL_YIELD_RECORDS, OffsetMap
 from kbroker.cleaner.txn_metadata import CleanedTransactionMetadata
 from protocol.records import Record, RecordBatch
 
@@ -124,7 +125,9 @@ class RecordFilter:
         retained: list[Record] = []
         unchanged = True
         tombstones = False
-        for record in batch.records():
+        for count, record in enumerate(batch.records(), 1):
+            if count % GIL_YIELD_RECORDS == 0:
+                time.sleep(0)  # the event loop thread takes the GIL meanwhile
             self.stats.messages_read += 1
             if discard_records:
                 keep = False
