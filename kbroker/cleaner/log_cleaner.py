@@ -135,6 +135,8 @@ class LogCleaner:
         self.clock = clock
         self.checkpoint_path = logs.data_dir / CHECKPOINT_FILE
         self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
+        # the partition each checkpoint was taken of: a topic deleted and created again starts dirty
+        self._owners: dict[TopicPartition, UnifiedLog] = {}
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
         self._stop = threading.Event()
         self.rounds = 0
@@ -146,6 +148,9 @@ class LogCleaner:
         if not settings.compact or partition_log.offline is not None or unified.deleted:
             return None
         segments = partition_log.segments
+        if self._owners.setdefault(tp, unified) is not unified:
+            self._owners[tp] = unified
+            self.checkpoints.pop(tp, None)
         first_dirty = self.checkpoints.get(tp, partition_log.log_start_offset)
         if first_dirty < partition_log.log_start_offset or first_dirty > partition_log.log_end_offset:
             first_dirty = partition_log.log_start_offset
@@ -257,6 +262,9 @@ class LogCleaner:
         swapped = self._swap_in(partition_log, result)
         if swapped == len(result.groups) and self.logs.get_partition(*tp) is unified:
             self.checkpoints[tp] = result.end_offset
+            for gone in [key for key in self.checkpoints if self.logs.get_partition(*key) is None]:
+                del self.checkpoints[gone]  # deleted topics leave the checkpoint file
+                self._owners.pop(gone, None)
             await loop.run_in_executor(self._executor, write_checkpoint, self.checkpoint_path, dict(self.checkpoints))
         self.rounds += 1
         stats = result.stats

@@ -251,3 +251,19 @@ def test_recovery_finishes_a_swap_stopped_after_the_old_files_were_renamed(manag
     names = os.listdir(log.directory)
     assert f"{group.base_offset:020d}.log" in names and not [n for n in names if n.endswith(".swap")]
     reopened.close()
+
+
+def test_a_topic_created_again_under_the_same_name_starts_dirty(manager: LogManager) -> None:
+    log = manager.get_log("t", 0)
+    assert log is not None
+    write_history(log)
+    cleaner = LogCleaner(manager, topic_config=topic_config(manager))
+    assert run(cleaner)
+    assert cleaner.checkpoints[("t", 0)] > 0
+    manager.delete_topic("t")
+    manager.create_topic("t", 1, configs=COMPACT)
+    again = manager.get_partition("t", 0)
+    assert again is not None
+    write_history(again.local, rounds=8)  # past the old checkpoint, which would otherwise still apply
+    candidate = cleaner.cleanable(("t", 0), again, 10_000)
+    assert candidate is not None and candidate.first_dirty_offset == 0
