@@ -226,9 +226,7 @@ class LogCleaner:
             active_producers=_last_records(unified),
             now=now,
             delete_retention_ms=candidate.settings.delete_retention_ms,
-            segment_bytes=config.segment_bytes,
-            max_index_bytes=config.segment_index_bytes,
-            index_interval_bytes=config.index_interval_bytes,
+            config=config,
         )
 
     def _run_job(self, job: CleanJob) -> RoundResult:
@@ -294,10 +292,11 @@ class LogCleaner:
             replaced = None
             if swapped == result.groups.index(group) and not self._stop.is_set():
                 try:
-                    replaced = partition_log.replace_segments(group.swap, group.old, now)
+                    replaced = partition_log.replace_segments(group.swap, group.old, now, group.segment)
                 except OSError as error:
                     log.error("cleaned_segment_swap_failed", directory=str(partition_log.directory), error=str(error))
             if replaced is None:
+                group.segment.close()
                 group.swap.unlink(missing_ok=True)  # the partition changed meanwhile: the next round redoes it
                 continue
             swapped += 1

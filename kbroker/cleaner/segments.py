@@ -19,7 +19,8 @@ from kbroker.cleaner.offset_map import OffsetMap, build_offset_map
 from kbroker.cleaner.record_filter import CleanerStats, LastRecord, RecordFilter
 from kbroker.cleaner.throttle import CleaningAbortedError, Throttler
 from kbroker.cleaner.txn_metadata import AbortedTxnLike, CleanedTransactionMetadata
-from kbroker.log.segment import LogSegment
+from kbroker.log.config import LogConfig
+from kbroker.log.segment import LogSegment, now_ms
 from kbroker.log.swap import cleaned_path, mark_complete
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 
@@ -54,9 +55,7 @@ class CleanJob:
     active_producers: Mapping[int, LastRecord]
     now: int
     delete_retention_ms: int
-    segment_bytes: int
-    max_index_bytes: int
-    index_interval_bytes: int
+    config: LogConfig
 
     def close(self) -> None:
         for source in self.segments:
@@ -69,6 +68,7 @@ class CleanJob:
 @dataclass(slots=True)
 class CleanedGroup:
     swap: Path
+    segment: LogSegment  # open on the swap file, indexes built in memory
     old: list[LogSegment]
     base_offset: int
     bytes_in: int
@@ -171,14 +171,20 @@ def clean_partition(job: CleanJob, offset_map: OffsetMap, throttler: Throttler |
         upper_bound_offset=job.first_uncleanable_offset,
         stats=result.stats,
     )
+    config = job.config
     groups = group_segments_by_size(
-        to_clean, job.segment_bytes, job.max_index_bytes, job.index_interval_bytes, job.first_uncleanable_offset
+        to_clean,
+        config.segment_bytes,
+        config.segment_index_bytes,
+        config.index_interval_bytes,
+        job.first_uncleanable_offset,
     )
     try:
         for group in groups:
             result.groups.append(_clean_group(job, group, record_filter, throttler))
     except BaseException:
         for done in result.groups:
+            done.segment.close()
             done.swap.unlink(missing_ok=True)
         raise
     return result
@@ -189,7 +195,7 @@ def _clean_group(
 ) -> CleanedGroup:
     base = group[0].base_offset
     path = cleaned_path(job.directory, base)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
     written = 0
     try:
         pending = bytearray()
@@ -210,13 +216,16 @@ def _clean_group(
             pending += build_empty(last)
         written += _write(fd, pending, written, throttler)
         os.fsync(fd)
+        # the indexes are built here, off the event loop; the files are written once it is in place
+        segment = LogSegment(job.directory, base, job.config, fd, written, now_ms())
+        segment.index_in_memory()
+        swap = mark_complete(path)
     except BaseException:
         os.close(fd)
         path.unlink(missing_ok=True)
+        path.with_name(path.name[: -len(".cleaned")] + ".swap").unlink(missing_ok=True)
         raise
-    os.close(fd)
-    swap = mark_complete(path)
-    return CleanedGroup(swap, [s.segment for s in group], base, sum(s.size for s in group), written)
+    return CleanedGroup(swap, segment, [s.segment for s in group], base, sum(s.size for s in group), written)
 
 
 def _write(fd: int, data: bytearray, position: int, throttler: Throttler | None) -> int:

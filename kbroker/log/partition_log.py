@@ -478,9 +478,12 @@ class PartitionLog:
         )
         return released
 
-    def replace_segments(self, swap: Path, old: Sequence[LogSegment], now: int | None = None) -> LogSegment | None:
+    def replace_segments(
+        self, swap: Path, old: Sequence[LogSegment], now: int | None = None, segment: LogSegment | None = None
+    ) -> LogSegment | None:
         """Install the cleaned segment `swap` (`<base>.log.swap`) in place of `old`, consecutive
         inactive segments starting at that base (see swap.py); their files go as retention's do.
+        `segment`: the swap file already opened and indexed in memory (else it is opened here).
 
         None (and nothing changed) when the segment list no longer holds `old` there.
         """
@@ -493,12 +496,13 @@ class PartitionLog:
             or any(a is not b for a, b in zip(self.segments[first:end], old, strict=True))
         ):
             return None
-        for segment in old:
-            segment.mark_deleted()
-            self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+        for replaced in old:
+            replaced.mark_deleted()
+            self._deleted.append((now + self.config.file_delete_delay_ms, replaced))
         install(swap)
-        segment = LogSegment.open(self.directory, old[0].base_offset, self.config)
-        segment.rebuild_indexes()  # derived: a header walk of the cleaned file (its .index files went with `old`)
+        if segment is None:
+            segment = LogSegment.open(self.directory, old[0].base_offset, self.config)
+            segment.rebuild_indexes()  # derived: a header walk of the cleaned file (its .index files went with `old`)
         self.segments[first:end] = [segment]
         self._bases[first:end] = [segment.base_offset]
         return segment

@@ -204,6 +204,13 @@ class LogSegment:
         except OSError as write_error:  # derived data: written again at the next flush or close
             log.warning("index_write_failed", segment=str(self.log_path), error=str(write_error))
 
+    def index_in_memory(self) -> None:
+        """Build both indexes from the log in memory only, writing no file: for a segment not yet
+        in its place (the cleaner's, whose index file names still belong to the segment it replaces)."""
+        error = self._scan(verify_crc=False)
+        if error is not None:
+            raise SegmentCorruptError(f"{self.log_path}: {error}")
+
     def _scan(self, verify_crc: bool) -> InvalidBatchError | None:
         """Fresh indexes and tail state from a walk of the whole file; the error that stopped it."""
         self.offset_index = OffsetIndex(self.offset_index.path, self.base_offset, self.config.segment_index_bytes)
