@@ -142,8 +142,10 @@ class LogCleaner:
         self.rounds = 0
 
     # -- choosing a log --------------------------------------------------------------
-    def cleanable(self, tp: TopicPartition, unified: UnifiedLog, now: int) -> LogToClean | None:
-        settings = CompactionSettings.from_topic_config(self.topic_config(tp[0]))
+    def cleanable(
+        self, tp: TopicPartition, unified: UnifiedLog, now: int, settings: CompactionSettings | None = None
+    ) -> LogToClean | None:
+        settings = settings or CompactionSettings.from_topic_config(self.topic_config(tp[0]))
         partition_log = unified.local
         if not settings.compact or partition_log.offline is not None or unified.deleted:
             return None
@@ -184,9 +186,14 @@ class LogCleaner:
 
     def grab_filthiest(self, now: int) -> LogToClean | None:
         best = None
+        settings: dict[str, CompactionSettings] = {}  # each topic's, once a pass
         for tp, unified in self.logs.partitions():
             try:
-                candidate = self.cleanable(tp, unified, now)
+                if tp[0] not in settings:
+                    settings[tp[0]] = CompactionSettings.from_topic_config(self.topic_config(tp[0]))
+                if not settings[tp[0]].compact:
+                    continue
+                candidate = self.cleanable(tp, unified, now, settings[tp[0]])
             except (KafkaStorageError, OSError) as error:
                 log.warning("cleaner_skipped_partition", topic=tp[0], partition=tp[1], error=str(error))
                 continue
