@@ -116,12 +116,11 @@ def test_a_streams_state_store_restores_from_its_cleaned_changelog(
     write(lines(200, 1))
     apps.append(WordCountApp(bootstrap, app_id, state_dir, source, sink))
     wait_until(lambda: counts_seen(bootstrap, sink) == dict(expected), 120, "the first counts")
-    updates = sum(expected.values())  # no store cache: one changelog record per counted word
     # more updates in small doses, so the changelog rolls (segment.ms=500) and the cleaner runs
     for seed in range(2, 6):
         write(lines(40, seed))
         time.sleep(0.7)
-    updates = sum(expected.values())
+    updates = sum(expected.values())  # no store cache: one changelog record per counted word
     wait_until(lambda: counts_seen(bootstrap, sink) == dict(expected), 120, "the counts after more lines")
     changelog_dir = Path(kbroker.data_dir) / f"{changelog}-0"
     wait_until(lambda: "log_cleaned" in kbroker.log_text() and changelog in kbroker.log_text(), 60, "a cleaning round")
