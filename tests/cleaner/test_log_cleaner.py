@@ -267,3 +267,16 @@ def test_a_topic_created_again_under_the_same_name_starts_dirty(manager: LogMana
     write_history(again.local, rounds=8)  # past the old checkpoint, which would otherwise still apply
     candidate = cleaner.cleanable(("t", 0), again, 10_000)
     assert candidate is not None and candidate.first_dirty_offset == 0
+
+
+def test_max_compaction_lag_forces_a_round_below_the_dirty_ratio(manager: LogManager) -> None:
+    log = manager.get_log("t", 0)
+    assert log is not None
+    write_history(log)
+    assert run(LogCleaner(manager, topic_config=topic_config(manager)))
+    write_history(log, keys=2, rounds=2)  # a little dirty data, first batch timestamp 1000
+    strict = {"min.cleanable.dirty.ratio": "0.9"}
+    assert not run(LogCleaner(manager, topic_config=topic_config(manager, strict)), now=10_000)
+    lagged = {**strict, "max.compaction.lag.ms": "5000"}
+    assert not run(LogCleaner(manager, topic_config=topic_config(manager, lagged)), now=5_500)  # 4.5 s old
+    assert run(LogCleaner(manager, topic_config=topic_config(manager, lagged)), now=10_000)  # 9 s old
