@@ -48,10 +48,12 @@ def create_compacted_topic(bootstrap: str, topic: str, configs: dict[str, str] |
         time.sleep(0.1)
 
 
-def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes | None]]) -> None:
+def produce(bootstrap: str, topic: str, rows: list[tuple[bytes, bytes | None]], compression: str = "none") -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 5, "compression.type": compression}
+    )
     for key, value in rows:
         producer.produce(topic, key=key, value=value, partition=0)
     assert producer.flush(30) == 0
@@ -105,13 +107,13 @@ def compacted(history: list[Row], clean_below: int, keep_tombstones: bool) -> li
     return kept + [r for r in history if r[0] >= clean_below]
 
 
-def scenario(bootstrap: str) -> tuple[list[Row], list[Row], list[Row], list[Row]]:
+def scenario(bootstrap: str, compression: str = "none") -> tuple[list[Row], list[Row], list[Row], list[Row]]:
     """(seen after the first round, its model, seen after the second, its model)."""
     topic = f"compacted-{uuid.uuid4().hex[:8]}"
     create_compacted_topic(bootstrap, topic)
     rows: list[tuple[bytes, bytes | None]] = [(b"key-%02d" % (i % 20), b"v%03d" % i) for i in range(200)]
     rows += [(b"key-03", None), (b"key-07", None), (b"key-07", b"back"), (b"key-11", None)]
-    produce(bootstrap, topic, rows)
+    produce(bootstrap, topic, rows, compression)
     time.sleep(SEGMENT_MS / 1000 + 0.3)
     produce(bootstrap, topic, [(b"roll-a", b"x")])  # rolls: everything before it is cleanable
     history: list[Row] = [(offset, key, value) for offset, (key, value) in enumerate(rows + [(b"roll-a", b"x")])]
@@ -119,7 +121,7 @@ def scenario(bootstrap: str) -> tuple[list[Row], list[Row], list[Row], list[Row]
     seen_a = wait_for(bootstrap, topic, model_a)
     time.sleep(DELETE_RETENTION_MS / 1000 + 0.5)  # the tombstones' delete horizon passes
     more: list[tuple[bytes, bytes | None]] = [(b"key-%02d" % i, b"w%d" % i) for i in range(5)]
-    produce(bootstrap, topic, more)
+    produce(bootstrap, topic, more, compression)
     time.sleep(SEGMENT_MS / 1000 + 0.3)
     produce(bootstrap, topic, [(b"roll-b", b"y")])
     history += [(len(history) + i, key, value) for i, (key, value) in enumerate(more + [(b"roll-b", b"y")])]
@@ -140,6 +142,14 @@ def test_a_consumer_from_zero_sees_each_live_keys_last_value_at_its_offset(kbrok
     assert seen_b == model_b
     assert not [row for row in seen_b if row[2] is None]
     assert "log_cleaned" in kbroker.log_text()
+
+
+@pytest.mark.parametrize("compression", ["gzip", "snappy", "lz4", "zstd"])
+def test_compressed_batches_are_rewritten_in_their_codec_and_clients_read_them(
+    kbroker: BrokerProcess, compression: str
+) -> None:
+    seen_a, model_a, seen_b, model_b = scenario(kbroker.bootstrap, compression)
+    assert (seen_a, seen_b) == (model_a, model_b)
 
 
 @pytest.fixture
