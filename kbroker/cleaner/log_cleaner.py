@@ -34,7 +34,7 @@ from kbroker.log.partition_log import PartitionLog
 from kbroker.log.producer_entry import NO_OFFSET
 from kbroker.log.segment import now_ms
 from kbroker.log.unified_log import UnifiedLog
-from protocol.records import HEADER
+from protocol.records import HEADER, InvalidRecordError
 
 log = structlog.get_logger(__name__)
 
@@ -137,6 +137,7 @@ class LogCleaner:
         self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
         # the partition each checkpoint was taken of: a topic deleted and created again starts dirty
         self._owners: dict[TopicPartition, UnifiedLog] = {}
+        self._uncleanable: dict[TopicPartition, UnifiedLog] = {}  # a round failed on this partition object
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
         self._stop = threading.Event()
         self.rounds = 0
@@ -191,7 +192,7 @@ class LogCleaner:
             try:
                 if tp[0] not in settings:
                     settings[tp[0]] = CompactionSettings.from_topic_config(self.topic_config(tp[0]))
-                if not settings[tp[0]].compact:
+                if not settings[tp[0]].compact or self._uncleanable.get(tp) is unified:
                     continue
                 candidate = self.cleanable(tp, unified, now, settings[tp[0]])
             except (KafkaStorageError, OSError) as error:
@@ -258,12 +259,13 @@ class LogCleaner:
         try:
             result: RoundResult = await loop.run_in_executor(self._executor, self._run_job, job)
         except CleaningAbortedError as error:
-            log.info("cleaning_aborted", topic=tp[0], partition=tp[1], reason=str(error))
-            return True
-        except (OSError, KafkaStorageError) as error:
-            log.error("cleaning_failed", topic=tp[0], partition=tp[1], error=str(error))
-            self.checkpoints.pop(tp, None)
-            return True
+            if self._stop.is_set():
+                return False
+            self._mark_uncleanable(tp, unified, str(error))
+            return False
+        except (OSError, KafkaStorageError, InvalidRecordError) as error:
+            self._mark_uncleanable(tp, unified, str(error))
+            return False
         swapped = self._swap_in(partition_log, result)
         if swapped == len(result.groups) and self.logs.get_partition(*tp) is unified:
             self.checkpoints[tp] = result.end_offset
@@ -291,6 +293,12 @@ class LogCleaner:
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
         return True
+
+    def _mark_uncleanable(self, tp: TopicPartition, unified: UnifiedLog, reason: str) -> None:
+        """A round failed (unreadable batch, I/O error): leave the partition alone, as Kafka marks it
+        uncleanable, until it is loaded again (a restart, or the topic created anew)."""
+        self._uncleanable[tp] = unified
+        log.error("cleaning_failed", topic=tp[0], partition=tp[1], error=reason, partition_now_uncleanable=True)
 
     def _swap_in(self, partition_log: PartitionLog, result: RoundResult) -> int:
         swapped = 0

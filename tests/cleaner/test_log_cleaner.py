@@ -280,3 +280,17 @@ def test_max_compaction_lag_forces_a_round_below_the_dirty_ratio(manager: LogMan
     lagged = {**strict, "max.compaction.lag.ms": "5000"}
     assert not run(LogCleaner(manager, topic_config=topic_config(manager, lagged)), now=5_500)  # 4.5 s old
     assert run(LogCleaner(manager, topic_config=topic_config(manager, lagged)), now=10_000)  # 9 s old
+
+
+def test_a_partition_whose_round_fails_is_left_alone(manager: LogManager) -> None:
+    log = manager.get_log("t", 0)
+    assert log is not None
+    write_history(log)
+    with open(log.segments[1].log_path, "r+b") as damaged:  # a batch length that runs past the file
+        damaged.seek(8)
+        damaged.write((1 << 30).to_bytes(4, "big"))
+    cleaner = LogCleaner(manager, topic_config=topic_config(manager))
+    assert cleaner.grab_filthiest(10_000) is not None
+    assert not run(cleaner)
+    assert cleaner.grab_filthiest(10_000) is None  # no hot loop over the same failure
+    assert not [p for p in os.listdir(log.directory) if p.endswith((".cleaned", ".swap"))]
