@@ -246,7 +246,7 @@ class LogCleaner:
             job.close()
 
     async def clean_once(self, now: int | None = None) -> bool:
-        """Clean the filthiest log if one is due; True when a round ran."""
+        """Clean the filthiest log if one is due; True when a round ran and swapped everything in."""
         now = self.clock() if now is None else now
         candidate = self.grab_filthiest(now)
         if candidate is None:
@@ -292,7 +292,7 @@ class LogCleaner:
             map_full=result.map_full,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
-        return True
+        return swapped == len(result.groups)  # a swap refused: back off before the next try
 
     def _mark_uncleanable(self, tp: TopicPartition, unified: UnifiedLog, reason: str) -> None:
         """A round failed (unreadable batch, I/O error): leave the partition alone, as Kafka marks it
