@@ -294,3 +294,23 @@ def test_a_partition_whose_round_fails_is_left_alone(manager: LogManager) -> Non
     assert not run(cleaner)
     assert cleaner.grab_filthiest(10_000) is None  # no hot loop over the same failure
     assert not [p for p in os.listdir(log.directory) if p.endswith((".cleaned", ".swap"))]
+
+
+def test_cleaned_segments_live_under_the_open_file_bound(tmp_path: Path) -> None:
+    from kbroker.log.files import MIN_CAPACITY, OpenFiles
+
+    files = OpenFiles(MIN_CAPACITY)
+    manager = LogManager(tmp_path, open_files=files)
+    manager.startup()
+    manager.create_topic("t", 1, configs=COMPACT)
+    manager.create_topic("other", 1, configs={"segment.bytes": "200"})
+    log, other = manager.get_log("t", 0), manager.get_log("other", 0)
+    assert log is not None and other is not None
+    write_history(log, rounds=8)
+    assert run(LogCleaner(manager, topic_config=topic_config(manager)))
+    expected = records(log)
+    write_history(other, rounds=8)  # many segments elsewhere: the cleaned ones get their files closed
+    records(other)
+    assert files.evictions > 0
+    assert records(log) == expected  # reopened by name: the cleaned files, not the replaced ones
+    asyncio.run(manager.shutdown())
