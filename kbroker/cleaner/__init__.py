@@ -8,9 +8,11 @@ Layers, from the bottom:
 - `batch_writer.py`: re-encoding a batch's retained records (base offset, last offset delta,
   producer id, epoch, base sequence and codec kept; delete horizon set).
 - `record_filter.py`: `RecordFilter`, the per-batch and per-record decisions.
-- `segments.py`: cleaning a group of segments into one `.cleaned` file.
-- `manager.py` / `thread.py`: choosing the dirtiest log, the cleaner checkpoint, the worker
-  thread with its I/O throttle.
+- `segments.py`: one round in the worker thread: the map, then each group of segments into
+  one `.cleaned` file (kbroker/log/swap.py swaps it in).
+- `throttle.py`: the I/O rate limit.
+- `log_cleaner.py`: choosing the dirtiest log, the worker thread, swap-in, the cleaner checkpoint.
+- `runtime.py`: the broker's cleaner from its `log.cleaner.*` settings.
 
 Records are decoded here only; the produce and fetch paths never decode them.
 """
