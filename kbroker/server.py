@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
+from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection, ListenerRuntime
@@ -75,6 +76,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         started_at_ms=int(time.time() * 1000),
         dynamic_configs=dynamic_configs,
     )
+    cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
@@ -98,6 +100,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         loop.create_task(logs.run(), name="log-duties"),
         loop.create_task(_sweep_connections(registry), name="connection-limits"),
     ]
+    if cleaner is not None:
+        duties.append(loop.create_task(cleaner.run(), name="log-cleaner"))
     log.info(
         "broker_started",
         listen=f"{config.listen.host}:{bound_port}",
@@ -124,6 +128,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     for task in duties:
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
+    if cleaner is not None:
+        await cleaner.shutdown()  # a round in progress stops; its files go or are finished at the next start
     await logs.shutdown()
     log.info("broker_stopped")
     return 0

@@ -165,7 +165,14 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
 class KafkaRef:
     """One Apache Kafka node (broker + controller, KRaft) on 127.0.0.1 with a temporary log dir."""
 
-    def __init__(self, port: int | None = None, version: str = KAFKA_VERSION, log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        version: str = KAFKA_VERSION,
+        log_path: Path | None = None,
+        properties: dict[str, str] | None = None,
+    ) -> None:
+        self.properties = dict(properties or {})  # extra server.properties (e.g. log.cleaner.backoff.ms)
         self.port = port or free_port()
         self.controller_port = free_port()
         self.version = version
@@ -196,6 +203,7 @@ class KafkaRef:
                 "share.coordinator.state.topic.replication.factor=1",
                 "share.coordinator.state.topic.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
+                *(f"{name}={value}" for name, value in self.properties.items()),
                 "",
             ]
         )

@@ -27,6 +27,7 @@ from kbroker.log.segment import (
     LogSegment,
     SegmentCorruptError,
 )
+from kbroker.log.swap import recover_swaps
 
 log = structlog.get_logger(__name__)
 
@@ -81,6 +82,7 @@ def load_segments(
 ) -> tuple[list[LogSegment], RecoveryStats]:
     """Open (and when needed recover) the segments of `directory`; the list is never empty."""
     started = time.perf_counter()
+    recover_swaps(directory)  # a cleaned segment swapped in half-way before a crash
     segments = []
     try:
         for base in _remove_leftovers(directory):

@@ -13,7 +13,7 @@ import asyncio
 import functools
 import os
 from bisect import bisect_right
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +29,7 @@ from kbroker.log.index import MAX_RELATIVE_OFFSET
 from kbroker.log.loader import RecoveryStats, load_segments
 from kbroker.log.scan import BatchHeader
 from kbroker.log.segment import AppendedBatch, LogSegment, now_ms
+from kbroker.log.swap import install
 from protocol.errors import InvalidRecordError
 from protocol.records import RecordBatch, TimestampAndOffset, iter_batches
 
@@ -493,6 +494,38 @@ class PartitionLog:
             log_start_offset=self.log_start_offset,
         )
         return released
+
+    def replace_segments(
+        self, swap: Path, old: Sequence[LogSegment], now: int | None = None, segment: LogSegment | None = None
+    ) -> LogSegment | None:
+        """Install the cleaned segment `swap` (`<base>.log.swap`) in place of `old`, consecutive
+        inactive segments starting at that base (see swap.py); their files go as retention's do.
+        `segment`: the swap file already opened and indexed in memory (else it is opened here).
+
+        None (and nothing changed) when the segment list no longer holds `old` there.
+        """
+        now = now_ms() if now is None else now
+        first = next((i for i, s in enumerate(self.segments) if s is old[0]), None)
+        end = None if first is None else first + len(old)
+        if (
+            end is None
+            or end >= len(self.segments)
+            or any(a is not b for a, b in zip(self.segments[first:end], old, strict=True))
+        ):
+            return None
+        for replaced in old:
+            replaced.mark_deleted()
+            self._deleted.append((now + self.config.file_delete_delay_ms, replaced))
+        install(swap)
+        if segment is None:
+            segment = LogSegment.open(self.directory, old[0].base_offset, self.config, self.files)
+            segment.rebuild_indexes()  # derived: a header walk of the cleaned file (its .index files went with `old`)
+        elif self.files is not None:  # in its place now: it may be closed and reopened by name
+            segment.files = self.files
+            self.files.opened(segment)
+        self.segments[first:end] = [segment]
+        self._bases[first:end] = [segment.base_offset]
+        return segment
 
     def purge_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
         """Close and remove segments deleted more than file.delete.delay.ms ago; return how many."""

@@ -110,6 +110,7 @@ class LogSegment:
         self.bytes_since_index_entry = 0
         self._scan_end = 0
         self.closed = False
+        self.renamed_deleted = False
         if files is not None:
             files.opened(self)
 
@@ -251,6 +252,13 @@ class LogSegment:
             self.write_indexes(fsync=False)
         except OSError as write_error:  # derived data: written again at the next flush or close
             log.warning("index_write_failed", segment=str(self.log_path), error=str(write_error))
+
+    def index_in_memory(self) -> None:
+        """Build both indexes from the log in memory only, writing no file: for a segment not yet
+        in its place (the cleaner's, whose index file names still belong to the segment it replaces)."""
+        error = self._scan(verify_crc=False)
+        if error is not None:
+            raise SegmentCorruptError(f"{self.log_path}: {error}")
 
     def _scan(self, verify_crc: bool) -> InvalidBatchError | None:
         """Fresh indexes and tail state from a walk of the whole file; the error that stopped it."""
@@ -485,7 +493,11 @@ class LogSegment:
             self.release_fd()
 
     def mark_deleted(self) -> None:
-        """Rename the files to *.deleted; the fd stays open for readers until `destroy`."""
+        """Rename the files to *.deleted; the fd stays open for readers until `destroy`.
+
+        From then on `destroy` removes only the renamed files: a segment replaced by a
+        cleaned one with the same base offset must not take the new files with it.
+        """
         if self.files is not None:  # open now, outside the bound: the renamed file cannot be reopened by name
             if self._fd < 0 and not self.closed:
                 self._reopen()
@@ -495,12 +507,14 @@ class LogSegment:
                 path.rename(path.with_name(path.name + DELETED_SUFFIX))
             except FileNotFoundError:
                 pass
+        self.renamed_deleted = True
 
     def destroy(self) -> None:
-        """Close the fd and remove the files, renamed or not."""
+        """Close the fd and remove the files (only the *.deleted ones once renamed)."""
         self.close()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
-            path.unlink(missing_ok=True)
+            if not self.renamed_deleted:
+                path.unlink(missing_ok=True)
             path.with_name(path.name + DELETED_SUFFIX).unlink(missing_ok=True)
 
     def __repr__(self) -> str:

@@ -1,0 +1,18 @@
+"""Log compaction (Kafka's LogCleaner): keep each key's last record in `cleanup.policy=compact` topics.
+
+Layers, from the bottom:
+
+- `offset_map.py`: `OffsetMap`, key -> last offset over the dirty section (bounded, hashed keys).
+- `txn_metadata.py`: `CleanedTransactionMetadata`, which batches belong to aborted transactions
+  and which markers may go.
+- `batch_writer.py`: re-encoding a batch's retained records (base offset, last offset delta,
+  producer id, epoch, base sequence and codec kept; delete horizon set).
+- `record_filter.py`: `RecordFilter`, the per-batch and per-record decisions.
+- `segments.py`: one round in the worker thread: the map, then each group of segments into
+  one `.cleaned` file (kbroker/log/swap.py swaps it in).
+- `throttle.py`: the I/O rate limit.
+- `log_cleaner.py`: choosing the dirtiest log, the worker thread, swap-in, the cleaner checkpoint.
+- `runtime.py`: the broker's cleaner from its `log.cleaner.*` settings.
+
+Records are decoded here only; the produce and fetch paths never decode them.
+"""
