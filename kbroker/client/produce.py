@@ -66,7 +66,7 @@ class Producer:
         self.topic_name = topic
         self.acks = acks
         self.codec = codec
-        self.topic: TopicInfo = cluster.topic(topic)
+        self.topic: TopicInfo = cluster.topic(topic, auto_create=True)  # as Kafka's producers ask
         self._round_robin = itertools.count(random.randrange(1 << 16))
 
     def choose_partition(self, record: SimpleRecord, partition: int | None) -> int:

@@ -158,6 +158,14 @@ def test_produce_to_a_partition_with_acks_and_compression(cli: Cli) -> None:
     ]  # fmt: skip
 
 
+def test_produce_to_a_new_topic_lets_the_broker_create_it_as_producers_do(cli: Cli) -> None:
+    topic = unique("auto")  # auto.create.topics.enable is true on both brokers by default
+    cli.ok("produce", topic, stdin=b"first\n")
+    assert cli.ok("consume", topic, "--from-beginning", "-n", "1") == b"first\n"
+    missing = cli.run("consume", unique("absent"), "-n", "1")  # consumers do not create topics
+    assert missing.returncode == 1 and b"UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
+
+
 def test_consume_stops_at_timeout_and_waits_for_new_records_by_default(cli: Cli) -> None:
     topic = _topic(cli, 1)
     cli.ok("produce", topic, stdin=b"old\n")
