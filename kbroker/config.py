@@ -249,6 +249,7 @@ class BrokerConfig:
         explicit = {key.strip(): raw for key, raw in (properties or {}).items()}
         values = _parse_all(explicit)
         _reconcile_node_id(values, explicit)
+        _check_request_limits(values)
         listen_ep = parse_endpoint(listen, "--listen") if listen else _listen_from(values)
         advertised_ep = _advertised_from(values, listen_ep, advertised_listener)
         directory = _data_dir_from(values, data_dir)
@@ -445,6 +446,22 @@ def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]
     elif "broker.id" in explicit and values["broker.id"] != values["node.id"]:
         raise ConfigError(f"broker.id ({values['broker.id']}) must equal node.id ({values['node.id']})")
     values["broker.id"] = values["node.id"]
+
+
+def _check_request_limits(values: Mapping[str, Value | None]) -> None:
+    queued, largest = values["queued.max.request.bytes"], values["socket.request.max.bytes"]
+    assert isinstance(queued, int) and isinstance(largest, int)
+    if 0 <= queued < largest:
+        raise ConfigError(
+            f"queued.max.request.bytes ({queued}) must be -1 or at least socket.request.max.bytes ({largest}), "
+            "or a request of the largest size could never be received"
+        )
+    overrides = values["max.connections.per.ip.overrides"]
+    assert isinstance(overrides, str)
+    for item in filter(None, (i.strip() for i in overrides.split(","))):
+        host, sep, count = item.rpartition(":")
+        if not sep or not host.strip() or not count.strip().isdigit():
+            raise ConfigError(f"invalid max.connections.per.ip.overrides entry {item!r}: expected HOST:COUNT")
 
 
 def _listen_from(values: Mapping[str, Value | None]) -> Endpoint:

@@ -256,15 +256,28 @@ _SERVER = [
     _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
+    _p("max.request.partition.size.limit", INT, 2000, "Most partitions in one DescribeTopicPartitions answer.",
+       _POSITIVE),
     _p("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; larger ones close the connection.",
        _POSITIVE),
     _p("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 keeps the OS default."),
     _p("socket.receive.buffer.bytes", INT, 102400, "SO_RCVBUF of client sockets; -1 keeps the OS default."),
     _p("socket.listen.backlog.size", INT, 50, "Backlog of pending connections on the listening socket.", _POSITIVE),
-    _p("max.connections", INT, INT_MAX, "Most client connections open at once; further ones are refused.",
-       _NON_NEGATIVE),
+    _p("max.connections", INT, 1000,
+       "Most client connections open at once; further ones are closed when accepted, counted and logged.",
+       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing."),
     _p("max.connections.per.ip", INT, INT_MAX, "Most connections open at once from one IP address.", _NON_NEGATIVE),
+    _p("max.connections.per.ip.overrides", STR, "",
+       "Per-address exceptions to max.connections.per.ip, as HOST:COUNT pairs separated by commas."),
     _p("connections.max.idle.ms", LONG, 600000, "A connection idle for this long is closed."),
+    _p("queued.max.request.bytes", LONG, 268435456,
+       "Most bytes held by requests being received or handled, over all connections; when spent, connections "
+       "stop reading until memory is released. -1: no limit. Must be at least socket.request.max.bytes.",
+       note="Kafka's default is -1 (no limit); kbroker's buffers grow with the bytes that arrive, never to the "
+       "announced size up front."),
+    _p("kbroker.request.receive.timeout.ms", LONG, 30000,
+       "A request whose first bytes arrived this long ago without the rest closes the connection (slow or stalled "
+       "senders, slowloris). -1: no deadline.", note="kbroker only: Kafka has no per-request receive deadline."),
     _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
     _p("kbroker.fsync.before.ack", BOOL, False,
        "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
@@ -403,16 +416,32 @@ _IGNORED = [
        note=_SINGLE_NODE_RF, ignored=True),
 ]
 
+_SHARE_GROUPS = [
+    _p("group.share.session.timeout.ms", INT, 45000, "A share-group member that has not heartbeated for this long is "
+       "removed and its acquired records released.", _POSITIVE),
+    _p("group.share.heartbeat.interval.ms", INT, 5000, "Heartbeat interval given to share-group members.", _POSITIVE),
+    _p("group.share.record.lock.duration.ms", INT, 30000, "How long acquired records stay locked to a member before "
+       "they can be delivered to another (share.record.lock.duration.ms per group).", _POSITIVE),
+    _p("group.share.delivery.count.limit", INT, 5, "Deliveries of a record after which it is archived instead of "
+       "released (share.delivery.count.limit per group).", Range(2, 10)),
+    _p("group.share.partition.max.record.locks", INT, 2000, "Most in-flight records of one share partition "
+       "(share.partition.max.record.locks per group).", Range(100, 10000)),
+    _p("group.share.max.size", INT, 200, "Most members in one share group.", Range(1, 1000)),
+    _p("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state (do not change "
+       "once in use).", _POSITIVE),
+]
+
 # fmt: on
 
 BROKER_PROPERTIES: dict[str, BrokerProperty] = {
-    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_TRANSACTIONS, *_IGNORED)
+    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_IGNORED)
 }
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
     ("Topics", tuple(_TOPICS)),
     ("Log (topic defaults)", tuple(_LOG)),
     ("Groups and offsets", tuple(_GROUPS)),
+    ("Share groups", tuple(_SHARE_GROUPS)),
     ("Transactions and producer ids", tuple(_TRANSACTIONS)),
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
 )

@@ -19,3 +19,5 @@ class RequestContext:
     connection_id: int
     client_host: str
     log: Any  # a structlog logger bound with connection, client, api and correlation id
+    listener: str = "PLAINTEXT"  # the listener name the client connected through (Metadata answers with its address)
+    principal: str = "User:ANONYMOUS"  # who the client is (the TLS certificate's subject, once authenticated)

@@ -17,12 +17,13 @@ import structlog
 
 from kbroker.broker import Broker, load_cluster_id, new_log_manager
 from kbroker.config import BrokerConfig
-from kbroker.connection import Connection, ConnectionRegistry
+from kbroker.connection import Connection, ListenerRuntime
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.limits import ConnectionLimits, parse_overrides
+from kbroker.memory import MemoryPool
+from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
-from kbroker.txn.states import producer_states
-from kbroker.txn.txn_indexes import transaction_indexes
 
 log = structlog.get_logger("kbroker.server")
 
@@ -47,6 +48,19 @@ def run(config: BrokerConfig) -> int:
 async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> int:
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
+    runtime: ListenerRuntime | None = None
+    # Bind first: a port in use fails the start before anything is written to the data directory.
+    server = await loop.create_server(
+        lambda: Connection(_ready(runtime)),
+        host=config.listen.host,
+        port=config.listen.port,
+        backlog=config.get_int("socket.listen.backlog.size"),
+        reuse_address=True,
+        start_serving=False,
+    )
+    bound_port = server.sockets[0].getsockname()[1]
+    if config.listen.port == 0:
+        config = config.with_listen_port(bound_port)
     handlers = load_handlers()
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
@@ -54,35 +68,26 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
-    states = producer_states(broker)
-    states.preload(partition_log for _, partition_log in logs.logs())
-    txn_indexes = transaction_indexes(broker)
-    txn_indexes.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
+    shares = start_share_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
-    registry = ConnectionRegistry(
-        max_connections=config.get_int("max.connections"),
-        idle_ms=config.get_int("connections.max.idle.ms"),
+    registry = connection_limits(config)
+    memory = MemoryPool(config.get_int("queued.max.request.bytes"))
+    runtime = ListenerRuntime(
+        broker=broker,
+        limits=registry,
+        memory=memory,
+        max_frame_size=config.get_int("socket.request.max.bytes"),
+        frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
     )
-    server = await loop.create_server(
-        lambda: Connection(broker, registry),
-        host=config.listen.host,
-        port=config.listen.port,
-        backlog=config.get_int("socket.listen.backlog.size"),
-        reuse_address=True,
-    )
-    bound_port = server.sockets[0].getsockname()[1]
-    if config.listen.port == 0:
-        config = config.with_listen_port(bound_port)
-        broker.config = config
+    await server.start_serving()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
             loop.add_signal_handler(sig, stop.set)
     duties = [
         loop.create_task(logs.run(), name="log-duties"),
-        loop.create_task(_close_idle(registry), name="idle-connections"),
-        loop.create_task(states.run(), name="producer-state-duties"),
+        loop.create_task(_sweep_connections(registry), name="connection-limits"),
     ]
     log.info(
         "broker_started",
@@ -100,23 +105,37 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
-    conns = list(registry.connections)
+    conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()
     for conn in conns:
-        conn.close("broker shutting down", level="debug")
+        conn.shut("broker shutting down")
     for task in duties:
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
-    states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
-    txn_indexes.checkpoint_all()  # likewise for the open transactions of each partition
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
 
 
-async def _close_idle(registry: ConnectionRegistry) -> None:
+def _ready(runtime: ListenerRuntime | None) -> ListenerRuntime:
+    assert runtime is not None, "a listener accepted a connection before the broker started serving"
+    return runtime
+
+
+def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+    return ConnectionLimits(
+        max_connections=config.get_int("max.connections"),
+        max_per_ip=config.get_int("max.connections.per.ip"),
+        per_ip_overrides=parse_overrides(config.get_str("max.connections.per.ip.overrides")),
+        idle_ms=config.get_int("connections.max.idle.ms"),
+    )
+
+
+async def _sweep_connections(registry: ConnectionLimits) -> None:
+    """Once a second: idle connections and overdue requests (the frame deadline) are closed."""
     while True:
-        await asyncio.sleep(max(1.0, min(30.0, registry.idle_ms / 10000)))
-        registry.close_idle()
+        await asyncio.sleep(1.0)
+        registry.sweep(time.monotonic())

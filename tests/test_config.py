@@ -42,7 +42,10 @@ def test_defaults_are_kafkas_except_documented_ones() -> None:
     assert config.get("delete.topic.enable") is True
     assert config.get("socket.request.max.bytes") == 104857600
     assert config.get("connections.max.idle.ms") == 600000
-    assert config.get("max.connections") == 2**31 - 1
+    assert config.get("max.connections") == 1000
+    assert "2147483647" in (BROKER_PROPERTIES["max.connections"].note or "")
+    assert config.get("queued.max.request.bytes") == 256 * 2**20
+    assert "-1" in (BROKER_PROPERTIES["queued.max.request.bytes"].note or "")
     assert config.get("group.min.session.timeout.ms") == 6000
     assert config.get("group.max.session.timeout.ms") == 1800000
     assert config.get("offsets.retention.minutes") == 10080
@@ -54,6 +57,20 @@ def test_defaults_are_kafkas_except_documented_ones() -> None:
     assert config.get("log.retention.ms") is None
     assert config.get("group.initial.rebalance.delay.ms") == 0
     assert "3000" in (BROKER_PROPERTIES["group.initial.rebalance.delay.ms"].note or "")
+
+
+@pytest.mark.parametrize(
+    ("props", "message"),
+    [
+        ({"queued.max.request.bytes": "1000"}, "at least socket.request.max.bytes"),
+        ({"max.connections.per.ip.overrides": "127.0.0.1"}, "expected HOST:COUNT"),
+        ({"max.connections.per.ip.overrides": "h:x"}, "expected HOST:COUNT"),
+    ],
+)
+def test_request_and_connection_limits_are_checked(props: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        BrokerConfig.build(props)
+    assert BrokerConfig.build({"queued.max.request.bytes": "-1", "max.connections.per.ip.overrides": "h:1,::1:5"})
 
 
 def test_default_addresses_and_data_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -212,8 +212,11 @@ class GroupCoordinator:
         self, group: ClassicGroup, token: object, request: JoinRequest, member_id: str, now: int
     ) -> None:
         """A static member restarted (unknown member id, known group.instance.id): fence the old
-        incarnation and hand the new one its place, without a rebalance when nothing changed
-        (for the leader only from JoinGroup v9, which can tell it to skip the assignment)."""
+        incarnation and hand the new one its place. As in Kafka, a Stable group does not rebalance
+        unless the protocol the group would select changes: the member's new metadata (its owned
+        partitions are gone) does not matter. A returning leader keeps the current assignment: from
+        JoinGroup v9 it is told to skip the assignment; before, it is answered as a follower (the
+        leader named is its previous member id), so it does not assign."""
         instance_id = request.group_instance_id
         assert instance_id is not None
         old = group.members[group.static_members[instance_id]]
@@ -222,14 +225,22 @@ class GroupCoordinator:
                 fenced = JoinResult(E.FENCED_INSTANCE_ID, old.member_id)
                 self._reply(pending, fenced if pending is old.awaiting_join else SyncResult(E.FENCED_INSTANCE_ID))
         old.awaiting_join = old.awaiting_sync = None
-        unchanged = old.matches(request.protocols)
+        previous_leader = group.leader_id or ""
         log.info("group_static_member_replaced", group=group.group_id, instance=instance_id, old=old.member_id)
         member = group.replace_static_member(instance_id, member_id)
-        is_leader = group.is_leader(member_id)
-        if group.is_in(S.STABLE) and unchanged and (not is_leader or request.supports_skip_assignment):
+        if group.is_in(S.STABLE):
             self._update_member(group, member, None, request, now)
-            result = self._join_result(group, member)
-            self._reply(token, replace(result, skip_assignment=True) if is_leader else result)
+            if group.select_protocol() == group.protocol_name:
+                result = self._join_result(group, member)
+                if group.is_leader(member_id):
+                    if request.supports_skip_assignment:
+                        result = replace(result, skip_assignment=True)
+                    else:
+                        result = replace(result, leader_id=previous_leader, members=[])
+                self._reply(token, result)
+                return
+            member.awaiting_join = token
+            self._prepare_rebalance(group, now, f"static member {instance_id} rejoined with another protocol")
             return
         self._update_member(group, member, token, request, now)
         if group.is_in(S.PREPARING_REBALANCE):

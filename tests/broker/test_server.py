@@ -9,13 +9,14 @@ import signal
 import socket
 import struct
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from tests.process import BrokerProcess, RawClient
+from tests.process import REPO, BrokerProcess, RawClient
 
 
 def advertised(response: dict) -> dict[int, tuple[int, int]]:
@@ -135,3 +136,29 @@ def test_kcat_lists_metadata(broker: BrokerProcess) -> None:
     listing = json.loads(result.stdout)
     assert [b["id"] for b in listing["brokers"]] == [1]
     assert listing["brokers"][0]["name"] == broker.bootstrap
+
+
+def test_port_in_use_fails_before_the_data_directory_is_written(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        data = tmp_path / "data"
+        result = subprocess.run(
+            [sys.executable, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            cwd=REPO,
+        )
+    assert result.returncode == 1
+    assert "broker_failed" in result.stderr and "in use" in result.stderr
+    assert not (data / "meta.properties").exists()
+
+
+def test_http_on_the_kafka_port_is_named_in_the_log(broker: BrokerProcess) -> None:
+    with socket.create_connection(("127.0.0.1", broker.port)) as http:
+        http.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        http.settimeout(5)
+        assert http.recv(1) == b""
+    assert "this looks like HTTP" in broker.log_text()

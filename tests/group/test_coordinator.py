@@ -381,13 +381,29 @@ def test_static_follower_restart_keeps_assignment_without_rebalance() -> None:
     assert h.join(follower, instance="i-2").result.error is E.FENCED_INSTANCE_ID
 
 
-def test_static_leader_restart_rebalances() -> None:
+def test_static_leader_restart_before_v9_is_answered_as_a_follower() -> None:
+    """Kafka: a Stable group does not rebalance for a returning static leader; before JoinGroup v9
+    the leader named in the answer is its previous member id, so it does not assign again."""
     h = Harness()
     leader, follower, gen = static_group(h)
     restart = h.join("", instance="i-1")
-    assert not restart.answered and state(h) is S.PREPARING_REBALANCE
-    h.join(follower, instance="i-2")
-    assert restart.result.error is E.NONE and restart.result.generation_id == gen + 1
+    result = restart.result
+    assert result.error is E.NONE and result.generation_id == gen and state(h) is S.STABLE
+    assert result.leader_id == leader != result.member_id and result.members == []
+    assert h.sync(result.member_id, gen, instance="i-1").result.assignment == b"A"
+
+
+def test_static_restart_with_new_metadata_keeps_the_assignment() -> None:
+    """A restarted consumer's subscription no longer lists the partitions it owned: Kafka keeps the
+    group Stable as long as the selected protocol does not change."""
+    h = Harness()
+    leader, follower, gen = static_group(h)
+    token = Token("join:changed-metadata")
+    request = JoinRequest("g", "", "i-2", "consumer", [("range", b"other")], SESSION_MS, REBALANCE_MS, True, False)
+    h.coordinator.join(token, request)
+    h.deliver()
+    assert token.result.error is E.NONE and token.result.generation_id == gen and state(h) is S.STABLE
+    assert h.sync(token.result.member_id, gen, instance="i-2").result.assignment == b"B"
 
 
 def test_static_member_not_rejoining_stays_through_the_rebalance() -> None:

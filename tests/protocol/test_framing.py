@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -47,15 +48,93 @@ def test_frames_survive_any_split(payloads: list[bytes], cuts: list[int]) -> Non
     assert out == payloads
 
 
-def test_large_frame_is_received_into_its_own_buffer() -> None:
-    reader = FrameReader(max_frame_size=10_000_000, staging_size=1024)
+def test_large_frame_is_received_into_its_own_growing_buffer() -> None:
+    reader = FrameReader(max_frame_size=10_000_000, staging_size=1024, initial_frame_buffer=4096)
     payload = bytes(range(256)) * 4000
     data = framed([payload])
     assert reader.feed(data[:100]) == []
+    assert reader.held_bytes == 4096  # what arrived, rounded up to the initial buffer, not the announced size
     target = reader.get_buffer()
-    assert len(target) == len(payload) - 96  # the rest of this frame only
-    frames = reader.feed(data[100:])
-    assert len(frames) == 1 and frames[0] == payload and isinstance(frames[0], bytearray)
+    assert len(target) == 4096 - 96  # received in place, after what came first
+    del target
+    pos, capacities = 100, []
+    while True:
+        target = reader.get_buffer()
+        n = len(target)
+        target[:n] = data[pos : pos + n]
+        del target
+        pos += n
+        frames = reader.buffer_updated(n)
+        capacities.append(reader.held_bytes)
+        if frames:
+            break
+    assert len(frames) == 1 and frames[0] == payload and not frames[0].readonly
+    assert all(b <= 2 * a for a, b in itertools.pairwise(capacities[:-1]))  # doubling, never more
+    assert reader.held_bytes == 0 and pos == len(data)
+
+
+class Pool:
+    def __init__(self, limit: int) -> None:
+        self.limit, self.used = limit, 0
+
+    def reserve(self, wanted: int, minimum: int) -> int:
+        if minimum and self.limit - self.used < minimum:
+            return 0
+        granted = min(wanted, self.limit - self.used) if minimum else wanted
+        self.used += granted
+        return granted
+
+    def release(self, size: int) -> None:
+        self.used -= size
+
+
+def test_announced_size_is_not_allocated_up_front() -> None:
+    pool = Pool(10**12)
+    reader = FrameReader(max_frame_size=200 * 2**20, memory=pool)
+    assert reader.feed(struct.pack(">i", 100 * 2**20) + b"abcd") == []
+    assert reader.pending_bytes == 4
+    assert pool.used == reader.held_bytes <= 16 * 1024
+    reader.release()
+    assert pool.used == 0
+
+
+def receive_until_starved(reader: FrameReader, data: bytes) -> tuple[int, list[bytearray]]:
+    """Receive as a transport that honours pausing does: stop once the reader is starved."""
+    pos, frames = 0, []
+    while pos < len(data) and not reader.starved:
+        target = reader.get_buffer()
+        n = min(len(target), len(data) - pos)
+        target[:n] = data[pos : pos + n]
+        del target
+        pos += n
+        frames.extend(reader.buffer_updated(n))
+    return pos, frames
+
+
+def test_reader_starves_when_memory_is_spent_and_resumes_after_release() -> None:
+    pool = Pool(20_000)
+    reader = FrameReader(max_frame_size=100_000, memory=pool, staging_size=4096, initial_frame_buffer=8192)
+    payload = b"x" * 50_000
+    data = framed([payload])
+    pos, frames = receive_until_starved(reader, data)
+    assert reader.starved and frames == []
+    assert pool.used == reader.held_bytes == 20_000 and pos == 4 + 20_000  # stopped at the budget
+    assert not reader.retry_memory()
+    pool.limit = 200_000
+    assert reader.retry_memory()
+    rest, frames = receive_until_starved(reader, data[pos:])
+    assert frames == [payload] and pos + rest == len(data)
+    assert pool.used == len(payload)  # the frame's bytes stay reserved for its user to release
+
+
+def test_readers_share_one_staging_buffer() -> None:
+    staging = bytearray(64)
+    first, second = FrameReader(1000, staging), FrameReader(1000, staging)
+    a, b = framed([b"a" * 10, b"b" * 20]), framed([b"c" * 5])
+    assert first.feed(a[:17]) == [bytearray(b"a" * 10)]  # 3 bytes of the next length kept aside
+    assert second.feed(b[:6]) == []
+    assert first.feed(a[17:]) == [bytearray(b"b" * 20)]
+    assert second.feed(b[6:]) == [bytearray(b"c" * 5)]
 
 
 @pytest.mark.parametrize("size", [-1, -(2**31), 1025, 2**31 - 1])

@@ -11,7 +11,8 @@ import os
 from collections.abc import Iterator
 from typing import NamedTuple
 
-from kbroker.log import KafkaStorageError, PartitionLog
+from kbroker.log.errors import KafkaStorageError
+from kbroker.log.partition_log import PartitionLog
 from kbroker.log.segment import LogSegment
 from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, LOG_OVERHEAD, TRANSACTIONAL_BIT
 

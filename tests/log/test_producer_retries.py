@@ -13,9 +13,9 @@ from collections import deque
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from kbroker.txn.producer_state import ProducerStateManager
+from kbroker.log.producer_state import ProducerStateManager
 from protocol.records import RecordBatch
-from tests.txn.batches import idempotent_batch
+from tests.log.producer_batches import idempotent_batch, record
 
 MAX_IN_FLIGHT = 5
 
@@ -30,7 +30,7 @@ class Broker:
         if duplicate is not None:
             return duplicate.base_offset
         self.log.append(number)
-        self.state.record(batch, 2 * (len(self.log) - 1))
+        record(self.state, batch, 2 * (len(self.log) - 1))
         return 2 * (len(self.log) - 1)
 
 

@@ -1,9 +1,12 @@
 """Producer state of one partition (Kafka's ProducerStateManager + ProducerAppendInfo rules).
 
-For each producer id: its epoch and its last 5 batches (sequences, offsets,
-max timestamp). The Produce handler asks `check(batch)` before appending (a
-duplicate returns the original batch, a bad sequence or epoch raises) and calls
-`record(batch, base_offset)` after. Both are O(1).
+For each producer id: its epoch, its last 5 batches (sequences, offsets, max
+timestamp) and the first offset of its open transaction, if any. This is the
+partition's one tracker of open transactions: the last stable offset and the
+aborted-transaction index (txn_index.py) are derived from it. UnifiedLog asks
+`check(...)` before a client append (a duplicate returns the original batch, a bad
+sequence or epoch raises) and `apply(...)` for every appended batch with a producer
+id, whoever wrote it. Both are O(1).
 
 Kafka's rules for batches from clients, in order:
 - no state for the producer (new, or expired): any sequence is accepted;
@@ -30,7 +33,7 @@ from dataclasses import dataclass
 
 import structlog
 
-from kbroker.txn.entry import NO_OFFSET, NO_PRODUCER_EPOCH, ProducerStateEntry, in_sequence
+from kbroker.log.producer_entry import NO_OFFSET, NO_PRODUCER_EPOCH, ProducerStateEntry, in_sequence
 from protocol.errors import ErrorCode, KafkaProtocolError
 from protocol.records import RecordBatch
 
@@ -93,8 +96,8 @@ class ProducerStateManager:
         self.clock = clock
         self.producers: dict[int, ProducerStateEntry] = {}
         self.next_expiration_check = clock() + expiration_check_interval_ms
-        self.on_record: Callable[[], None] | None = None  # set by the snapshot policy (registry.py)
-        # called for every marker, by live appends and by rebuilds alike (see ProducerStates.txn_listeners)
+        self.ongoing: dict[int, int] = {}  # producer id -> first offset of its open transaction here
+        # called for every marker, by live appends and by rebuilds alike (UnifiedLog keeps the aborted index)
         self.on_txn_completed: Callable[[CompletedTxn], None] | None = None
 
     # -- client appends ------------------------------------------------
@@ -139,24 +142,6 @@ class ProducerStateManager:
             )
         return None
 
-    def record(self, batch: RecordBatch, base_offset: int, max_timestamp: int | None = None) -> None:
-        """Remember a batch just appended at `base_offset` (`max_timestamp`: as stored, for LogAppendTime)."""
-        if batch.producer_id < 0:
-            return
-        timestamp = batch.max_timestamp if max_timestamp is None else max_timestamp
-        self.apply(
-            batch.producer_id,
-            batch.producer_epoch,
-            batch.base_sequence,
-            batch.last_offset_delta,
-            base_offset,
-            timestamp,
-            is_transactional=batch.is_transactional,
-            is_control=batch.is_control,
-        )
-        if self.on_record is not None:
-            self.on_record()
-
     # -- state changes (client appends and rebuilds) -------------------
     def apply(
         self,
@@ -178,7 +163,7 @@ class ProducerStateManager:
         if entry is None:
             entry = self.producers[producer_id] = ProducerStateEntry(producer_id)
         if is_control:  # a transaction marker ends the open transaction
-            first = entry.txn_first_offset if entry.txn_first_offset != NO_OFFSET else base_offset
+            first = self.ongoing.pop(producer_id, base_offset)
             entry.update_epoch(epoch)
             entry.txn_first_offset = NO_OFFSET
             entry.last_timestamp = timestamp
@@ -188,31 +173,28 @@ class ProducerStateManager:
         last_seq = (base_sequence + last_offset_delta) % 0x80000000 if base_sequence >= 0 else base_sequence
         entry.add_batch(epoch, last_seq, base_offset + last_offset_delta, last_offset_delta, timestamp)
         if is_transactional and entry.txn_first_offset == NO_OFFSET:
-            entry.txn_first_offset = base_offset
-
-    def record_marker(
-        self, producer_id: int, epoch: int, offset: int, timestamp: int, *, commit: bool, coordinator_epoch: int
-    ) -> None:
-        """Remember a COMMIT/ABORT marker the coordinator just appended at `offset`."""
-        self.apply(producer_id, epoch, -1, 0, offset, timestamp, True, True, COMMIT if commit else ABORT)
-        entry = self.producers[producer_id]
-        entry.coordinator_epoch = coordinator_epoch
-        if self.on_record is not None:
-            self.on_record()
+            entry.txn_first_offset = self.ongoing[producer_id] = base_offset
 
     # -- read side: open transactions -------------------------------------
     def ongoing_transactions(self) -> dict[int, int]:
         """Producer id -> first offset of its open transaction in this partition."""
-        return {pid: e.txn_first_offset for pid, e in self.producers.items() if e.txn_first_offset != NO_OFFSET}
+        return dict(self.ongoing)
 
     def first_unstable_offset(self) -> int | None:
         """The smallest first offset of any open transaction (the LSO is min(this, high watermark)), or None."""
-        firsts = [e.txn_first_offset for e in self.producers.values() if e.txn_first_offset != NO_OFFSET]
-        return min(firsts) if firsts else None
+        return min(self.ongoing.values()) if self.ongoing else None
+
+    def set_coordinator_epoch(self, producer_id: int, coordinator_epoch: int) -> None:
+        """The coordinator epoch of the marker just applied for `producer_id`."""
+        entry = self.producers.get(producer_id)
+        if entry is not None:
+            entry.coordinator_epoch = coordinator_epoch
 
     def load(self, entries: Iterable[ProducerStateEntry]) -> None:
         for entry in entries:
             self.producers[entry.producer_id] = entry
+            if entry.txn_first_offset != NO_OFFSET:
+                self.ongoing[entry.producer_id] = entry.txn_first_offset
 
     def remove_expired(self, now: int | None = None) -> int:
         """Forget producers idle for producer.id.expiration.ms; return how many."""

@@ -12,6 +12,8 @@ restart only scans the log from there. Our format (big-endian):
 The anchor is the base offset and CRC of the log's batch that ends at offset - 1:
 a snapshot is only used when the log still holds that very batch, so a log cut
 by recovery (and maybe refilled since) never meets a snapshot of data it lost.
+A snapshot is also the transaction index's checkpoint: the partition's .txnindex
+files were fsynced before it was written and hold every ABORT marker below it.
 Files are written to a temporary name and renamed without fsync: a torn file
 fails its CRC and the previous snapshot (or the log itself) is used instead.
 """
@@ -23,8 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from kbroker.txn.entry import BatchMetadata, ProducerStateEntry
-from kbroker.txn.offset_files import (
+from kbroker.log.offset_files import (
     list_offset_files,
     offset_path,
     read_offset_file,
@@ -32,10 +33,11 @@ from kbroker.txn.offset_files import (
     unseal,
     write_offset_file,
 )
+from kbroker.log.producer_entry import BatchMetadata, ProducerStateEntry
 
 SUFFIX = ".snapshot"
 MAGIC = b"KBPS"
-VERSION = 1
+VERSION = 2  # 2: the .txnindex files hold every ABORT below the offset (version 1 files are rebuilt)
 
 _HEAD = struct.Struct(">qqIi")
 _ENTRY = struct.Struct(">qhiqqb")

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from kbroker.txn.entry import MAX_SEQUENCE, NUM_BATCHES_TO_RETAIN, first_sequence, in_sequence
-from kbroker.txn.producer_state import DuplicateBatch, ProducerStateError, ProducerStateManager
+from kbroker.log.producer_entry import MAX_SEQUENCE, NUM_BATCHES_TO_RETAIN, first_sequence, in_sequence
+from kbroker.log.producer_state import DuplicateBatch, ProducerStateError, ProducerStateManager
 from protocol.errors import ErrorCode
-from tests.txn.batches import idempotent_batch, view
+from tests.log.producer_batches import idempotent_batch, record, view
 
 
 class Clock:
@@ -34,7 +34,7 @@ class Partition:
             return duplicate.base_offset
         base = self.log_end_offset
         self.log_end_offset += records
-        self.state.record(batch, base)
+        record(self.state, batch, base)
         return base
 
 
@@ -66,7 +66,7 @@ def test_batch_without_producer_id_is_not_checked_nor_recorded() -> None:
     p = Partition()
     batch = view(idempotent_batch(-1, -1, -1))
     assert p.state.check(batch) is None
-    p.state.record(batch, 0)
+    record(p.state, batch, 0)
     assert len(p.state) == 0
 
 

@@ -1,4 +1,4 @@
-"""Loading a partition's producer state (newest usable snapshot + the log after it) and taking snapshots."""
+"""Rebuilding a partition's producer state (newest usable snapshot + the log's batch headers after it), snapshots."""
 
 from __future__ import annotations
 
@@ -8,10 +8,9 @@ from pathlib import Path
 
 import structlog
 
-from kbroker.log import PartitionLog
-from kbroker.txn.producer_state import ProducerStateManager
-from kbroker.txn.scan import ProducerBatchHeader, batch_ending_at, log_headers
-from kbroker.txn.snapshot import (
+from kbroker.log.partition_log import PartitionLog
+from kbroker.log.producer_scan import ProducerBatchHeader, batch_ending_at, log_headers
+from kbroker.log.producer_snapshot import (
     Snapshot,
     SnapshotError,
     delete_snapshots,
@@ -19,6 +18,7 @@ from kbroker.txn.snapshot import (
     read_snapshot,
     write_snapshot,
 )
+from kbroker.log.producer_state import ProducerStateManager
 from protocol.records import CONTROL_BIT, TRANSACTIONAL_BIT
 
 log = structlog.get_logger(__name__)
@@ -49,7 +49,7 @@ def is_anchored(log_: PartitionLog, snapshot: Snapshot) -> bool:
     return snapshot.offset - 1 < log_.segments[0].base_offset
 
 
-def _usable_snapshot(log_: PartitionLog) -> Snapshot | None:
+def usable_snapshot(log_: PartitionLog) -> Snapshot | None:
     """The newest snapshot that matches the log; newer ones that do not are deleted."""
     stale = []
     chosen = None
@@ -69,11 +69,13 @@ def _usable_snapshot(log_: PartitionLog) -> Snapshot | None:
     return chosen
 
 
-def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> LoadStats:
-    """Fill `manager` from the newest usable snapshot and the batch headers after it."""
+def rebuild_producer_state(log_: PartitionLog, manager: ProducerStateManager, snapshot: Snapshot | None) -> LoadStats:
+    """Fill `manager` from `snapshot` (usable_snapshot's choice) and the batch headers after it.
+
+    Markers found in the log are reported through manager.on_txn_completed, as live appends do.
+    """
     started = time.perf_counter()
     stats = LoadStats()
-    snapshot = _usable_snapshot(log_)
     start = 0
     if snapshot is not None:
         # as Kafka: expired entries of the snapshot are dropped now, producers found in the log
@@ -102,21 +104,13 @@ def load_producer_state(log_: PartitionLog, manager: ProducerStateManager) -> Lo
     stats.batches_scanned = scanned
     stats.producers = len(manager)
     stats.duration_ms = (time.perf_counter() - started) * 1000
-    log.info(
-        "producer_state_loaded",
-        topic=log_.topic,
-        partition=log_.partition,
-        snapshot_offset=stats.snapshot_offset,
-        batches_scanned=stats.batches_scanned,
-        producers=stats.producers,
-        log_end_offset=log_.log_end_offset,
-        duration_ms=round(stats.duration_ms, 3),
-    )
     return stats
 
 
 def take_snapshot(log_: PartitionLog, manager: ProducerStateManager) -> Path:
-    """Snapshot the state at the log end offset; keep the newest SNAPSHOTS_TO_KEEP files."""
+    """Snapshot the state at the log end offset; keep the newest SNAPSHOTS_TO_KEEP files.
+
+    The caller has fsynced the partition's .txnindex files first: the snapshot promises them."""
     offset = log_.log_end_offset
     anchor = _anchor(log_, offset)
     snapshot = Snapshot(

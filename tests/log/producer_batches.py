@@ -1,7 +1,8 @@
-"""Idempotent record batches for the producer state tests."""
+"""Idempotent record batches for the producer state tests, and applying one as UnifiedLog does."""
 
 from __future__ import annotations
 
+from kbroker.log.producer_state import ProducerStateManager
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import RecordBatch
 
@@ -22,3 +23,19 @@ def idempotent_batch(
 
 def view(data: bytes | bytearray) -> RecordBatch:
     return RecordBatch(data)
+
+
+def record(state: ProducerStateManager, batch: RecordBatch, base_offset: int, max_timestamp: int | None = None) -> None:
+    """Apply a batch appended at `base_offset` to `state`, as UnifiedLog does after an append."""
+    if batch.producer_id < 0:
+        return
+    state.apply(
+        batch.producer_id,
+        batch.producer_epoch,
+        batch.base_sequence,
+        batch.last_offset_delta,
+        base_offset,
+        batch.max_timestamp if max_timestamp is None else max_timestamp,
+        batch.is_transactional,
+        batch.is_control,
+    )
