@@ -198,6 +198,8 @@ def test_group_consume_commits_describe_shows_lag_and_delete(cli: Cli) -> None:
     assert group not in [g["group"] for g in cli.json("group", "list")]
     missing = cli.run("group", "delete", group)
     assert missing.returncode == 1 and b"GROUP_ID_NOT_FOUND" in missing.stderr
+    unknown = cli.run("group", "describe", group)
+    assert unknown.returncode == 1 and b"GROUP_ID_NOT_FOUND" in unknown.stderr
 
 
 def _committed(cli: Cli, group: str) -> dict[int, int]:
@@ -239,6 +241,10 @@ def test_reset_offsets_kafkas_scenarios_dry_run_by_default(cli: Cli) -> None:
     assert execute("--to-datetime", stamp) == {0: 10, 1: 1}  # p0: only "late" is newer; p1: nothing, so the end
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(before / 1000 - 1)) + "Z"
     assert execute("--to-datetime", stamp) == {0: 0, 1: 0}
+
+    fresh = unique("fresh")  # Kafka's tool sets the offsets of a group that does not exist yet
+    cli.ok("group", "reset-offsets", fresh, "--topic", f"{topic}:1", "--to-latest", "--execute")
+    assert _committed(cli, fresh) == {1: 1}
 
 
 def test_active_group_members_lag_and_no_reset_while_active(cli: Cli) -> None:
