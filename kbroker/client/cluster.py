@@ -84,7 +84,7 @@ class Cluster:
     def any_connection(self) -> BrokerConnection:
         """A connection to some broker: the first bootstrap address that answers. Like Kafka's clients, keep
         trying for a while (CONNECT_TIMEOUT_S) so that a broker just starting is waited for."""
-        if self._any is not None:
+        if self._any is not None and not self._any.closed:
             return self._any
         deadline = time.monotonic() + CONNECT_TIMEOUT_S
         while True:
@@ -101,7 +101,7 @@ class Cluster:
 
     def connection(self, node_id: int) -> BrokerConnection:
         conn = self._connections.get(node_id)
-        if conn is None:
+        if conn is None or conn.closed:
             if node_id not in self.brokers:
                 self.metadata([])
             if node_id not in self.brokers:

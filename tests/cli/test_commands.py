@@ -174,6 +174,33 @@ def test_consume_stops_at_timeout_and_waits_for_new_records_by_default(cli: Cli)
     assert cli.run("consume", topic, "--from-beginning", "--timeout-ms", "1000").stdout == b"old\n"
 
 
+def test_consume_until_ctrl_c_exits_0_and_commits_what_it_printed(cli: Cli) -> None:
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from tests.process import REPO
+
+    topic = _topic(cli, 1)
+    group = unique("interrupted")
+    cli.ok("produce", topic, stdin=b"one\ntwo\n")
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "KBROKER_BOOTSTRAP": cli.bootstrap}
+    # As from a terminal: SIGINT at its default (a test run in the background may inherit it ignored).
+    process = subprocess.Popen([sys.executable, "-m", "kbroker", "consume", topic, "--from-beginning", "-g", group],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"one\n" and process.stdout.readline() == b"two\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and b"consumed 2 records" in err, err
+    assert _committed(cli, group) == {0: 2}
+
+
 # -- groups ----------------------------------------------------------------------------------------------------
 
 
