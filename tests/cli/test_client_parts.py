@@ -84,6 +84,26 @@ def test_stdin_is_read_in_chunks_of_available_lines() -> None:
         os.close(read_fd)
 
 
+def test_stdin_chunks_stay_under_the_record_and_byte_limits() -> None:
+    from kbroker.cli import produce
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a writer, so the pipe may hold more than its buffer
+        os.close(read_fd)
+        os.write(write_fd, b"x\n" * 2500 + (b"y" * 200_000 + b"\n") * 6)
+        os._exit(0)
+    os.close(write_fd)
+    try:
+        chunks = list(stdin_chunks(read_fd))
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    assert sum(len(c) for c in chunks) == 2506
+    assert all(len(c) <= produce.MAX_BATCH_RECORDS for c in chunks)
+    assert all(sum(map(len, c)) <= produce.MAX_BATCH_BYTES or len(c) == 1 for c in chunks)
+
+
 def test_bootstrap_lists_and_datetimes_parse() -> None:
     assert parse_bootstrap("h1:1, h2 ,[::1]:3") == [("h1", 1), ("h2", 9092), ("::1", 3)]
     with pytest.raises(ValueError):

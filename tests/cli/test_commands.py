@@ -158,6 +158,21 @@ def test_produce_to_a_partition_with_acks_and_compression(cli: Cli) -> None:
     ]  # fmt: skip
 
 
+def test_acks_all_produce_is_idempotent_as_kafkas_producers_are(cli: Cli) -> None:
+    from tests.compat.wire import batch_producers
+
+    topic = _topic(cli, 1)
+    cli.ok("produce", topic, stdin=b"".join(b"line-%d\n" % i for i in range(1500)))  # two batches of stdin lines
+    cli.ok("produce", topic, "--acks", "1", stdin=b"plain\n")
+    batches = batch_producers(cli.bootstrap, topic)
+    assert [(base, count, sequence) for base, count, _, sequence in batches] == [
+        (0, 1000, 0),
+        (1000, 500, 1000),
+        (1500, 1, -1),
+    ]
+    assert batches[0][2] == batches[1][2] >= 0 and batches[2][2] == -1  # one producer id; none with acks=1
+
+
 def test_produce_to_a_new_topic_lets_the_broker_create_it_as_producers_do(cli: Cli) -> None:
     topic = unique("auto")  # auto.create.topics.enable is true on both brokers by default
     cli.ok("produce", topic, stdin=b"first\n")
