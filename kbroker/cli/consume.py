@@ -58,6 +58,8 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("-f", "--format", default="%v\\n", metavar="TEMPLATE",
                         help="how to print each record: a template (see below) or json")  # fmt: skip
     parser.add_argument("--timeout-ms", type=int, help="exit when no record arrives for this long")
+    parser.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                        help="read_committed: only committed transactions' records, up to the last stable offset")  # fmt: skip
     add_client_options(parser, formats=())
     parser.set_defaults(handler=lambda args: with_cluster(args, lambda c: consume(c, args)))
 
@@ -114,7 +116,14 @@ def as_json(item: Consumed) -> bytes:
 
 def consume(cluster: Cluster, args: argparse.Namespace) -> int:
     from kbroker.client.admin import EARLIEST, LATEST
-    from kbroker.client.consume import Consumer, commit_offsets, committed_offsets, start_positions
+    from kbroker.client.consume import (
+        READ_COMMITTED,
+        READ_UNCOMMITTED,
+        Consumer,
+        commit_offsets,
+        committed_offsets,
+        start_positions,
+    )
 
     if args.from_beginning and args.offset:
         raise UsageError("--from-beginning and --offset exclude each other")
@@ -130,7 +139,8 @@ def consume(cluster: Cluster, args: argparse.Namespace) -> int:
     if args.group:
         committed = committed_offsets(cluster, args.group, [args.topic])
         positions.update({p: committed[(args.topic, p)] for p in partitions if (args.topic, p) in committed})
-    consumer = Consumer(cluster, topic, positions, reset=EARLIEST if spec == "earliest" else LATEST)
+    isolation = READ_COMMITTED if args.isolation_level == "read_committed" else READ_UNCOMMITTED
+    consumer = Consumer(cluster, topic, positions, EARLIEST if spec == "earliest" else LATEST, isolation)
     emit = as_json if args.format == "json" else lambda item: render(args.format.encode(), item)
     out = sys.stdout.buffer
     seen = 0

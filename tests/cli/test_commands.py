@@ -173,6 +173,22 @@ def test_acks_all_produce_is_idempotent_as_kafkas_producers_are(cli: Cli) -> Non
     assert batches[0][2] == batches[1][2] >= 0 and batches[2][2] == -1  # one producer id; none with acks=1
 
 
+def test_read_committed_skips_aborted_transactions(cli: Cli) -> None:
+    topic = _topic(cli, 1)
+    producer = Producer({"bootstrap.servers": cli.bootstrap, "transactional.id": unique("txn")})
+    producer.init_transactions(30)
+    for values, commit in (((b"c1", b"c2"), True), ((b"a1", b"a2"), False), ((b"c3",), True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    committed = cli.ok("consume", topic, "--from-beginning", "--isolation-level", "read_committed", "-n", "3")
+    assert committed == b"c1\nc2\nc3\n"
+    everything = cli.ok("consume", topic, "--from-beginning", "-n", "5")
+    assert everything == b"c1\nc2\na1\na2\nc3\n"
+
+
 def test_produce_to_a_new_topic_lets_the_broker_create_it_as_producers_do(cli: Cli) -> None:
     topic = unique("auto")  # auto.create.topics.enable is true on both brokers by default
     cli.ok("produce", topic, stdin=b"first\n")
