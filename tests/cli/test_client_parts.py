@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -110,3 +112,33 @@ def test_bootstrap_lists_and_datetimes_parse() -> None:
         parse_bootstrap("h:x")
     assert parse_datetime_ms("2026-11-23T12:00:00.000Z") == 1795435200000
     assert parse_datetime_ms("2026-11-23T13:00:00+01:00") == 1795435200000
+
+
+_IMPORT_PROBE = """
+import sys
+from kbroker.cli import build_parser
+args = build_parser().parse_args(sys.argv[1:])
+if args.command == "serve":
+    from kbroker.cli.serve import load_config
+    load_config(args)
+else:
+    import kbroker.client.admin, kbroker.client.groups, kbroker.client.produce  # what client commands run on
+print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in ("asyncio", "structlog", "uvloop", "kbroker"))))
+"""
+
+
+def _loaded(*argv: str) -> set[str]:
+    from tests.process import REPO
+
+    environ = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *argv], capture_output=True, text=True, env=environ)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def test_client_commands_do_not_load_the_broker_and_serve_does_not_load_the_client() -> None:
+    client = _loaded("topic", "list")
+    assert not {m for m in client if m.split(".")[0] in ("asyncio", "structlog", "uvloop")}, client
+    assert not {"kbroker.server", "kbroker.config", "kbroker.logs", "kbroker.broker"} & client
+    serve = _loaded("serve")
+    assert "kbroker.config" in serve and not {m for m in serve if m.startswith("kbroker.client")}, serve
