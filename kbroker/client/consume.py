@@ -186,9 +186,11 @@ def committed_offsets(cluster: Cluster, group: str, topics: list[str] | None) ->
     return cluster.retry(attempt)
 
 
-def commit_offsets(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit as a client outside any generation (Kafka's assign() + commitSync(): generation -1, no member id);
-    the coordinator accepts that only while the group has no active members."""
+def commit_offsets(
+    cluster: Cluster, group: str, offsets: dict[tuple[str, int], int], generation: int = -1, member_id: str = ""
+) -> None:
+    """Commit as a member of `generation`, or by default as a client outside any generation (Kafka's assign() +
+    commitSync(): generation -1, no member id), which the coordinator accepts only while the group is empty."""
     topics: dict[str, list[dict[str, object]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append(
@@ -196,8 +198,8 @@ def commit_offsets(cluster: Cluster, group: str, offsets: dict[tuple[str, int], 
         )
     body = {
         "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
         "group_instance_id": None,
         "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
     }

@@ -142,3 +142,21 @@ def test_client_commands_do_not_load_the_broker_and_serve_does_not_load_the_clie
     assert not {"kbroker.server", "kbroker.config", "kbroker.logs", "kbroker.broker"} & client
     serve = _loaded("serve")
     assert "kbroker.config" in serve and not {m for m in serve if m.startswith("kbroker.client")}, serve
+
+
+def test_range_assignment_as_kafkas_range_assignor() -> None:
+    from kbroker.client.membership import range_assign
+
+    subscriptions = {"m-b": ["t", "u"], "m-a": ["t"], "m-c": ["t", "u"]}
+    assert range_assign(subscriptions, {"t": 7, "u": 1}) == {
+        "m-a": {"t": [0, 1, 2]},
+        "m-b": {"t": [3, 4], "u": [0]},
+        "m-c": {"t": [5, 6], "u": []},
+    }
+
+
+def test_consumer_protocol_subscription_and_assignment_round_trip() -> None:
+    from kbroker.client.membership import decode_subscription, encode_assignment, encode_subscription
+
+    assert decode_subscription(encode_subscription(["a", "bb"])) == ["a", "bb"]
+    assert decode_assignment(encode_assignment({"a": [2, 0], "b": []})) == {"a": [0, 2], "b": []}

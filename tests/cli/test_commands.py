@@ -6,13 +6,18 @@ is read back with confluent-kafka, and what confluent-kafka writes is read with 
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cli.brokers import Cli, kafka_broker, kbroker_broker, unique
+from tests.process import REPO
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -206,21 +211,10 @@ def test_consume_stops_at_timeout_and_waits_for_new_records_by_default(cli: Cli)
 
 
 def test_consume_until_ctrl_c_exits_0_and_commits_what_it_printed(cli: Cli) -> None:
-    import os
-    import signal
-    import subprocess
-    import sys
-
-    from tests.process import REPO
-
     topic = _topic(cli, 1)
     group = unique("interrupted")
     cli.ok("produce", topic, stdin=b"one\ntwo\n")
-    environ = {**os.environ, "PYTHONPATH": str(REPO), "KBROKER_BOOTSTRAP": cli.bootstrap}
-    # As from a terminal: SIGINT at its default (a test run in the background may inherit it ignored).
-    process = subprocess.Popen([sys.executable, "-m", "kbroker", "consume", topic, "--from-beginning", "-g", group],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=environ,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+    process = _start(cli, topic, "--from-beginning", "-g", group)
     try:
         assert process.stdout is not None
         assert process.stdout.readline() == b"one\n" and process.stdout.readline() == b"two\n"
@@ -258,6 +252,62 @@ def test_group_consume_commits_describe_shows_lag_and_delete(cli: Cli) -> None:
     assert missing.returncode == 1 and b"GROUP_ID_NOT_FOUND" in missing.stderr
     unknown = cli.run("group", "describe", group)
     assert unknown.returncode == 1 and b"GROUP_ID_NOT_FOUND" in unknown.stderr
+
+
+def _start(cli: Cli, *args: str) -> subprocess.Popen[bytes]:
+    """`kbroker consume ...` in the background, with SIGINT at its default as from a terminal."""
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "KBROKER_BOOTSTRAP": cli.bootstrap}
+    return subprocess.Popen([sys.executable, "-m", "kbroker", "consume", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=environ,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+
+
+def _wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_consumers_of_one_group_share_its_partitions(cli: Cli) -> None:
+    topic = _topic(cli, 2)
+    group = unique("members")
+    first = _start(cli, topic, "-g", group, "--from-beginning", "-f", "%p %v\\n")
+    second = None
+    try:
+        assert first.stdout is not None
+        cli.ok("produce", topic, "-p", "0", stdin=b"a0\n")
+        cli.ok("produce", topic, "-p", "1", stdin=b"a1\n")
+        assert sorted([first.stdout.readline(), first.stdout.readline()]) == [b"0 a0\n", b"1 a1\n"]
+        [alone] = cli.json("group", "describe", group)[0]["members"]
+        assert alone["assignment"] == {topic: [0, 1]} and alone["client_id"] == "kbroker-cli"
+
+        second = _start(cli, topic, "-g", group, "-f", "%p %v\\n")
+
+        def split() -> bool:
+            members = cli.json("group", "describe", group)[0]["members"]
+            return sorted(tuple(m["assignment"].get(topic, [])) for m in members) == [(0,), (1,)]
+
+        _wait_for(split, "the second member to get a partition")
+        owner = {o["partition"]: o["member_id"] for o in cli.json("group", "describe", group)[0]["offsets"]}
+        assert owner[0] != owner[1]
+        cli.ok("produce", topic, "-p", "0", stdin=b"b0\n")
+        cli.ok("produce", topic, "-p", "1", stdin=b"b1\n")
+        assert second.stdout is not None
+        lines = sorted([first.stdout.readline(), second.stdout.readline()])
+        assert lines == [b"0 b0\n", b"1 b1\n"]
+        for process in (first, second):
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)
+            assert process.returncode == 0
+        [described] = cli.json("group", "describe", group)
+        assert described["state"] == "Empty" and described["members"] == []  # both left the group at once
+        assert {o["partition"]: o["lag"] for o in described["offsets"]} == {0: 0, 1: 0}
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+                process.wait()
 
 
 def _committed(cli: Cli, group: str) -> dict[int, int]:
