@@ -310,6 +310,38 @@ def test_consumers_of_one_group_share_its_partitions(cli: Cli) -> None:
                 process.wait()
 
 
+def test_a_cli_consumer_and_a_confluent_consumer_share_a_group(cli: Cli) -> None:
+    topic = _topic(cli, 2)
+    group = unique("mixed")
+    other = Consumer({"bootstrap.servers": cli.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "client.id": "confluent-member"})  # fmt: skip
+    ours = None
+    try:
+        other.subscribe([topic])
+        _wait_for(lambda: bool(other.poll(0.2) or other.assignment()), "confluent-kafka's assignment")
+        ours = _start(cli, topic, "-g", group, "--from-beginning", "-f", "%p %v\\n")
+
+        def split() -> bool:
+            other.poll(0.2)  # keeps the librdkafka member in the rebalance
+            members = cli.json("group", "describe", group)[0]["members"]
+            return sorted(tuple(m["assignment"].get(topic, [])) for m in members) == [(0,), (1,)]
+
+        _wait_for(split, "both members to hold a partition")
+        ours_partition = next(
+            m["assignment"][topic][0]
+            for m in cli.json("group", "describe", group)[0]["members"]
+            if m["client_id"] == "kbroker-cli"
+        )
+        assert [tp.partition for tp in other.assignment()] == [1 - ours_partition]
+        cli.ok("produce", topic, "-p", str(ours_partition), stdin=b"for-the-cli\n")
+        assert ours.stdout is not None and ours.stdout.readline() == b"%d for-the-cli\n" % ours_partition
+    finally:
+        other.close()
+        if ours is not None:
+            ours.send_signal(signal.SIGINT)
+            ours.communicate(timeout=30)
+
+
 def _committed(cli: Cli, group: str) -> dict[int, int]:
     [described] = cli.json("group", "describe", group)
     return {o["partition"]: o["current_offset"] for o in described["offsets"]}
