@@ -6,6 +6,7 @@ import argparse
 import base64
 import json
 import re
+import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -184,12 +185,16 @@ class _Reader:
         self.committed_at = dict(self.consumer.positions)
 
     def run(self) -> int:
+        with _StopOnSignal() as stop:
+            return self._run(stop)
+
+    def _run(self, stop: _StopOnSignal) -> int:
         args, out = self.args, sys.stdout.buffer
         emit = as_json if args.format == "json" else lambda item: render(args.format.encode(), item)
         seen, status = 0, EXIT_OK
         last_record = time.monotonic()
         try:
-            while args.count is None or seen < args.count:
+            while (args.count is None or seen < args.count) and not stop.requested:
                 self.rejoin_if_needed()
                 batch = self.consumer.poll() if self.consumer.positions else _idle()
                 if not batch:
@@ -217,6 +222,30 @@ class _Reader:
             self.member.leave()
         print(f"consumed {seen} records", file=sys.stderr)
         return status
+
+
+class _StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM asks the loop to stop after the current fetch (at most MAX_WAIT_MS), so a
+    record is never half printed nor a request half sent; a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> _StopOnSignal:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is not signal.SIG_IGN:  # started ignoring it (in the background): keep so
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
 
 
 def _idle() -> list[Consumed]:
