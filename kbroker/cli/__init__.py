@@ -18,6 +18,7 @@ from kbroker.cli.serve import configs_command, load_config, serve_command
 __all__ = ["build_parser", "configs_command", "load_config", "main", "serve_command"]
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 
 class _Parser(argparse.ArgumentParser):
@@ -59,4 +60,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:  # a command group without its subcommand, e.g. `kbroker topic`
         args.subparser.print_help(sys.stderr)
         return EXIT_USAGE
-    return int(handler(args))
+    try:
+        return int(handler(args))
+    except KeyboardInterrupt:  # Ctrl-C outside a command's own handling: no traceback
+        return EXIT_INTERRUPTED

@@ -6,6 +6,7 @@ import argparse
 import base64
 import json
 import re
+import signal
 import sys
 import time
 from typing import TYPE_CHECKING, Any
@@ -22,9 +23,10 @@ EPILOG = """\
 --format json prints one JSON object per record (key and value as text, or *_base64 when not UTF-8).
 
 --offset: earliest, latest (the default), N (that offset), -N (N before the end), @MS (the first record
-at or after that time, ms since the epoch). With --group, partitions the group has committed offsets for
-start there, and the positions reached are committed (as a client outside any generation, like a Kafka
-consumer using assign() and commitSync(): the group must have no active members).
+at or after that time, ms since the epoch). --group joins the consumer group (range assignor; consumers of
+a group share its partitions; it leaves the group on exit): partitions with committed offsets start there,
+and the positions reached are committed. --group with --partition reads those partitions outside the group
+and commits to it, like a Kafka consumer using assign() (the group must then have no active members).
 
 Stops after --count records, after --timeout-ms without a record, or on Ctrl-C (exit status 0; 1 when
 --timeout-ms ends before --count records arrived).
@@ -53,11 +55,13 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("-o", "--offset", metavar="SPEC", help="where to start: earliest, latest, N, -N or @MS")
     parser.add_argument("-p", "--partition", type=int, action="append", metavar="N",
                         help="read only this partition; repeatable (default: all)")  # fmt: skip
-    parser.add_argument("-g", "--group", help="start from and commit to this consumer group's offsets")
+    parser.add_argument("-g", "--group", help="join this consumer group: read its share of partitions, commit")
     parser.add_argument("-n", "--count", type=int, help="exit after this many records")
     parser.add_argument("-f", "--format", default="%v\\n", metavar="TEMPLATE",
                         help="how to print each record: a template (see below) or json")  # fmt: skip
     parser.add_argument("--timeout-ms", type=int, help="exit when no record arrives for this long")
+    parser.add_argument("--isolation-level", choices=("read_uncommitted", "read_committed"), default="read_uncommitted",
+                        help="read_committed: only committed transactions' records, up to the last stable offset")  # fmt: skip
     add_client_options(parser, formats=())
     parser.set_defaults(handler=lambda args: with_cluster(args, lambda c: consume(c, args)))
 
@@ -113,59 +117,141 @@ def as_json(item: Consumed) -> bytes:
 
 
 def consume(cluster: Cluster, args: argparse.Namespace) -> int:
-    from kbroker.client.admin import EARLIEST, LATEST
-    from kbroker.client.consume import Consumer, commit_offsets, committed_offsets, start_positions
-
     if args.from_beginning and args.offset:
         raise UsageError("--from-beginning and --offset exclude each other")
     if args.count is not None and args.count < 0:
         raise UsageError("--count must be 0 or more")
-    spec = "earliest" if args.from_beginning else (args.offset or "latest")
-    topic = cluster.topic(args.topic)
-    partitions = sorted(set(args.partition)) if args.partition else sorted(topic.partitions)
-    try:
-        positions = start_positions(cluster, topic, partitions, spec)
-    except ValueError:
-        raise UsageError(f"--offset {spec!r}: use earliest, latest, N, -N or @MS") from None
-    if args.group:
-        committed = committed_offsets(cluster, args.group, [args.topic])
-        positions.update({p: committed[(args.topic, p)] for p in partitions if (args.topic, p) in committed})
-    consumer = Consumer(cluster, topic, positions, reset=EARLIEST if spec == "earliest" else LATEST)
-    emit = as_json if args.format == "json" else lambda item: render(args.format.encode(), item)
-    out = sys.stdout.buffer
-    seen = 0
-    last_record = time.monotonic()
-    committed_at = dict(consumer.positions)
-    status = EXIT_OK
-    try:
-        while args.count is None or seen < args.count:
-            batch = consumer.poll()
-            if not batch:
-                if args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
-                    if args.count is not None:
-                        print(f"kbroker: timed out after {seen} of {args.count} records", file=sys.stderr)
-                        status = EXIT_FAILED
-                    break
-                continue
-            last_record = time.monotonic()
-            for index, item in enumerate(batch):
-                if args.count is not None and seen >= args.count:
-                    _rewind(consumer.positions, batch[index:])  # not printed: the group's next reader gets them
-                    break
-                out.write(emit(item))
-                seen += 1
+    return _Reader(cluster, args).run()
+
+
+class _Reader:
+    """One `kbroker consume`: the partitions to read (given, all, or those the group assigns), printing, commits."""
+
+    def __init__(self, cluster: Cluster, args: argparse.Namespace) -> None:
+        from kbroker.client.admin import EARLIEST, LATEST
+        from kbroker.client.consume import READ_COMMITTED, READ_UNCOMMITTED, Consumer
+        from kbroker.client.membership import GroupMember
+
+        self.cluster, self.args = cluster, args
+        self.spec = "earliest" if args.from_beginning else (args.offset or "latest")
+        topic = cluster.topic(args.topic)
+        # --group without --partition subscribes (joins the group); with --partition it reads those, as assign().
+        self.member = GroupMember(cluster, args.group, args.topic) if args.group and not args.partition else None
+        partitions = self.member.join() if self.member else sorted(set(args.partition or topic.partitions))
+        isolation = READ_COMMITTED if args.isolation_level == "read_committed" else READ_UNCOMMITTED
+        reset = EARLIEST if self.spec == "earliest" else LATEST
+        self.consumer = Consumer(cluster, topic, self._positions(partitions), reset, isolation)
+        self.committed_at = dict(self.consumer.positions)
+
+    def _positions(self, partitions: list[int]) -> dict[int, int]:
+        """Start at the group's committed offsets, else where --offset says."""
+        from kbroker.client.consume import committed_offsets, start_positions
+
+        try:
+            positions = start_positions(self.cluster, self.cluster.topic(self.args.topic), partitions, self.spec)
+        except ValueError:
+            raise UsageError(f"--offset {self.spec!r}: use earliest, latest, N, -N or @MS") from None
+        if self.args.group:
+            committed = committed_offsets(self.cluster, self.args.group, [self.args.topic])
+            positions.update(
+                {p: committed[(self.args.topic, p)] for p in partitions if (self.args.topic, p) in committed}
+            )
+        return positions
+
+    def commit(self) -> None:
+        from kbroker.client.connection import KafkaError
+        from kbroker.client.consume import commit_offsets
+        from kbroker.client.membership import REJOIN
+
+        if not self.args.group or self.consumer.positions == self.committed_at:
+            return
+        offsets = {(self.args.topic, p): o for p, o in self.consumer.positions.items()}
+        try:
+            if self.member is None:
+                commit_offsets(self.cluster, self.args.group, offsets)
+            else:
+                commit_offsets(self.cluster, self.args.group, offsets, self.member.generation, self.member.member_id)
+        except KafkaError as error:
+            if self.member is None or error.code not in REJOIN:
+                raise
+            return  # the group moved on: this member joins again and starts from what was committed
+        self.committed_at = dict(self.consumer.positions)
+
+    def rejoin_if_needed(self) -> None:
+        if self.member is None or self.member.heartbeat():
+            return
+        self.commit()
+        self.consumer.positions = self._positions(self.member.join())
+        self.committed_at = dict(self.consumer.positions)
+
+    def run(self) -> int:
+        with _StopOnSignal() as stop:
+            return self._run(stop)
+
+    def _run(self, stop: _StopOnSignal) -> int:
+        args, out = self.args, sys.stdout.buffer
+        emit = as_json if args.format == "json" else lambda item: render(args.format.encode(), item)
+        seen, status = 0, EXIT_OK
+        last_record = time.monotonic()
+        try:
+            while (args.count is None or seen < args.count) and not stop.requested:
+                self.rejoin_if_needed()
+                batch = self.consumer.poll() if self.consumer.positions else _idle()
+                if not batch:
+                    if args.timeout_ms is not None and (time.monotonic() - last_record) * 1000 >= args.timeout_ms:
+                        if args.count is not None:
+                            print(f"kbroker: timed out after {seen} of {args.count} records", file=sys.stderr)
+                            status = EXIT_FAILED
+                        break
+                    continue
+                last_record = time.monotonic()
+                for index, item in enumerate(batch):
+                    if args.count is not None and seen >= args.count:
+                        _rewind(self.consumer.positions, batch[index:])  # not printed: the group's next reader's
+                        break
+                    out.write(emit(item))
+                    seen += 1
+                out.flush()
+                self.commit()
+        except KeyboardInterrupt:
+            pass
+        finally:
             out.flush()
-            if args.group and consumer.positions != committed_at:
-                commit_offsets(cluster, args.group, {(args.topic, p): o for p, o in consumer.positions.items()})
-                committed_at = dict(consumer.positions)
-    except KeyboardInterrupt:
-        pass
-    finally:
-        out.flush()
-    if args.group and consumer.positions != committed_at:
-        commit_offsets(cluster, args.group, {(args.topic, p): o for p, o in consumer.positions.items()})
-    print(f"consumed {seen} records", file=sys.stderr)
-    return status
+        self.commit()
+        if self.member is not None:
+            self.member.leave()
+        print(f"consumed {seen} records", file=sys.stderr)
+        return status
+
+
+class _StopOnSignal:
+    """Ctrl-C (SIGINT) or SIGTERM asks the loop to stop after the current fetch (at most MAX_WAIT_MS), so a
+    record is never half printed nor a request half sent; a second Ctrl-C interrupts at once."""
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous: dict[int, Any] = {}
+
+    def _handle(self, signum: int, frame: object) -> None:
+        if self.requested and signum == signal.SIGINT:
+            raise KeyboardInterrupt
+        self.requested = True
+
+    def __enter__(self) -> _StopOnSignal:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            if signal.getsignal(signum) is not signal.SIG_IGN:  # started ignoring it (in the background): keep so
+                self._previous[signum] = signal.signal(signum, self._handle)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+
+
+def _idle() -> list[Consumed]:
+    """No partition assigned (more members than partitions): wait a little instead of spinning."""
+    time.sleep(0.2)
+    return []
 
 
 def _rewind(positions: dict[int, int], unprinted: list[Consumed]) -> None:

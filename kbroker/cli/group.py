@@ -152,10 +152,10 @@ def _scope(args: argparse.Namespace, cluster: Cluster) -> dict[str, list[int] | 
 def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
     from kbroker.cli.common import fail
     from kbroker.client.consume import commit_offsets
-    from kbroker.client.groups import describe_group, plan_reset
+    from kbroker.client.groups import group_state, plan_reset
 
     spec = _reset_spec(args)
-    state = describe_group(cluster, args.group)["state"]
+    state = group_state(cluster, args.group)
     if state not in INACTIVE:
         return fail(f"offsets of group {args.group} can only be reset while it is inactive; its state is {state}")
     plan = plan_reset(cluster, args.group, _scope(args, cluster), spec)

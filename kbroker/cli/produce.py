@@ -56,8 +56,9 @@ def stdin_chunks(fd: int) -> Iterator[list[bytes]]:
     size = 0
     while True:
         if lines and (size >= MAX_BATCH_BYTES or len(lines) >= MAX_BATCH_RECORDS or not _readable(fd)):
-            yield lines
-            lines, size = [], 0
+            chunk, lines = _take(lines)
+            yield chunk
+            size = sum(len(line) for line in lines)
             continue
         data = os.read(fd, 1 << 16)
         if not data:
@@ -68,8 +69,19 @@ def stdin_chunks(fd: int) -> Iterator[list[bytes]]:
             size += len(line)
     if pending:
         lines.append(pending[:-1] if pending.endswith(b"\r") else pending)
-    if lines:
-        yield lines
+    while lines:
+        chunk, lines = _take(lines)
+        yield chunk
+
+
+def _take(lines: list[bytes]) -> tuple[list[bytes], list[bytes]]:
+    """The first lines up to MAX_BATCH_RECORDS and MAX_BATCH_BYTES (at least one), and the rest."""
+    size = 0
+    for count, line in enumerate(lines[:MAX_BATCH_RECORDS]):
+        size += len(line)
+        if size > MAX_BATCH_BYTES and count:
+            return lines[:count], lines[count:]
+    return lines[:MAX_BATCH_RECORDS], lines[MAX_BATCH_RECORDS:]
 
 
 def _readable(fd: int) -> bool:

@@ -8,7 +8,7 @@ from typing import Any
 
 from kbroker.client.cluster import Cluster, TopicInfo, check
 from kbroker.client.connection import KafkaError
-from protocol.api_keys import ApiKey
+from protocol.api_keys import ApiKey, api_name
 from protocol.errors import ErrorCode
 
 RESOURCE_TOPIC = 2
@@ -183,8 +183,7 @@ def cluster_info(cluster: Cluster) -> dict[str, Any]:
         ]
     info["brokers"] = brokers
     info["bootstrap"] = f"{conn.host}:{conn.port}"
-    info["api_versions"] = {ApiKey(k).name if k in ApiKey._value2member_map_ else str(k): list(v)
-                            for k, v in sorted(conn.api_versions.items())}  # fmt: skip
+    info["api_versions"] = {api_name(k): list(v) for k, v in sorted(conn.api_versions.items())}
     return info
 
 

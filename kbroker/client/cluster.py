@@ -14,6 +14,7 @@ from protocol.errors import ErrorCode
 T = TypeVar("T")
 COORDINATOR_GROUP = 0
 BACKOFF_S = 0.1
+CONNECT_TIMEOUT_S = 5.0
 
 
 @dataclass
@@ -81,21 +82,26 @@ class Cluster:
     # -- connections
 
     def any_connection(self) -> BrokerConnection:
-        """A connection to some broker: the first bootstrap address that answers."""
-        if self._any is not None:
+        """A connection to some broker: the first bootstrap address that answers. Like Kafka's clients, keep
+        trying for a while (CONNECT_TIMEOUT_S) so that a broker just starting is waited for."""
+        if self._any is not None and not self._any.closed:
             return self._any
-        errors = []
-        for host, port in self.bootstrap:
-            try:
-                self._any = BrokerConnection(host, port, self.client_id, self.timeout_s)
-                return self._any
-            except OSError as exc:
-                errors.append(f"{host}:{port}: {exc.strerror or exc}")
-        raise ConnectionError("no bootstrap broker reachable (" + "; ".join(errors) + ")")
+        deadline = time.monotonic() + CONNECT_TIMEOUT_S
+        while True:
+            errors = []
+            for host, port in self.bootstrap:
+                try:
+                    self._any = BrokerConnection(host, port, self.client_id, self.timeout_s)
+                    return self._any
+                except OSError as exc:
+                    errors.append(f"{host}:{port}: {exc.strerror or exc}")
+            if time.monotonic() >= deadline:
+                raise ConnectionError("no bootstrap broker reachable (" + "; ".join(errors) + ")")
+            time.sleep(BACKOFF_S)
 
     def connection(self, node_id: int) -> BrokerConnection:
         conn = self._connections.get(node_id)
-        if conn is None:
+        if conn is None or conn.closed:
             if node_id not in self.brokers:
                 self.metadata([])
             if node_id not in self.brokers:
@@ -130,11 +136,12 @@ class Cluster:
             result[info.name] = info
         return result
 
-    def topic(self, name: str) -> TopicInfo:
-        """One topic's metadata; UNKNOWN_TOPIC_OR_PARTITION (after the usual retries) when it does not exist."""
+    def topic(self, name: str, auto_create: bool = False) -> TopicInfo:
+        """One topic's metadata; UNKNOWN_TOPIC_OR_PARTITION (after the usual retries) when it does not exist.
+        `auto_create` lets the broker create it if its auto.create.topics.enable says so (as producers do)."""
 
         def attempt() -> TopicInfo:
-            info = self.metadata([name]).get(name)
+            info = self.metadata([name], allow_auto_create=auto_create).get(name)
             code = info.error_code if info else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             if code:
                 raise KafkaError(code, context=f"topic {name}")

@@ -77,14 +77,25 @@ class BrokerConnection:
         self.sock.sendall(frame_prefix(len(payload)) + payload)
         return version
 
+    @property
+    def closed(self) -> bool:
+        return self.sock.fileno() < 0
+
     def call(self, api_key: int, body: dict[str, Any], version: int | None = None) -> dict[str, Any]:
-        version = self.send(api_key, body, version)
-        frame = self._read_frame()
+        try:
+            version = self.send(api_key, body, version)
+            frame = self._read_frame()
+        except BaseException:  # Ctrl-C or an error mid-request: the stream is out of step, never reuse it
+            self.close()
+            raise
         response = RESPONSES[api_key]
         flexible = response_header_is_flexible(api_key, response.is_flexible(version))
         correlation_id, pos = read_response_header(frame, flexible)
         if correlation_id != self._correlation_id:
-            raise KafkaError(ErrorCode.NETWORK_EXCEPTION, f"correlation id {correlation_id} for {self._correlation_id}")
+            self.close()
+            raise ConnectionError(
+                f"answer {correlation_id} to request {self._correlation_id} from {self.host}:{self.port}"
+            )
         return decode(response, version, frame, pos)
 
     def _read_frame(self) -> bytes:

@@ -12,9 +12,10 @@ from kbroker.client.cluster import Cluster, TopicInfo, check
 from kbroker.client.connection import KafkaError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
-from protocol.records import LOG_OVERHEAD, Record, RecordBatch
+from protocol.records import LOG_OVERHEAD, ControlRecordType, Record, RecordBatch
 
 MAX_WAIT_MS = 500
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 PARTITION_MAX_BYTES = 1 << 20
 _LENGTH = struct.Struct(">i")
 
@@ -40,11 +41,19 @@ def complete_batches(data: bytes | memoryview) -> Iterator[RecordBatch]:
 class Consumer:
     """Reads one topic's partitions from given positions (no group membership: the partitions are assigned)."""
 
-    def __init__(self, cluster: Cluster, topic: TopicInfo, positions: dict[int, int], reset: int = LATEST) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        topic: TopicInfo,
+        positions: dict[int, int],
+        reset: int = LATEST,
+        isolation_level: int = READ_UNCOMMITTED,
+    ) -> None:
         self.cluster = cluster
         self.topic = topic
         self.positions = dict(positions)
         self.reset = reset  # where a partition goes after OFFSET_OUT_OF_RANGE: EARLIEST or LATEST
+        self.isolation_level = isolation_level
 
     def poll(self, max_wait_ms: int = MAX_WAIT_MS) -> list[Consumed]:
         """One Fetch per leader; the new records in offset order per partition."""
@@ -71,7 +80,7 @@ class Consumer:
             "max_wait_ms": max_wait_ms,
             "min_bytes": 1,
             "max_bytes": 50 << 20,
-            "isolation_level": 0,
+            "isolation_level": self.isolation_level,
             "session_id": 0,
             "session_epoch": -1,
             "topics": [
@@ -97,19 +106,31 @@ class Consumer:
                     ]
                     continue
                 check(code, f"fetch {self.topic.name}[{partition}]")
-                out.extend(self._records(partition, p["records"] or b""))
+                aborted = p["aborted_transactions"] if self.isolation_level == READ_COMMITTED else None
+                out.extend(self._records(partition, p["records"] or b"", aborted or []))
         return out
 
-    def _records(self, partition: int, data: bytes | memoryview) -> Iterator[Consumed]:
+    def _records(self, partition: int, data: bytes | memoryview, aborted: list[dict[str, int]]) -> Iterator[Consumed]:
+        """The batch's records from the position on; read_committed drops the batches of aborted transactions
+        as Kafka's consumer does: a producer's batches are aborted from the first offset the broker lists for
+        it up to its ABORT marker."""
         position = self.positions[partition]
+        pending = sorted(aborted, key=lambda a: a["first_offset"])
+        aborting: set[int] = set()
         for batch in complete_batches(data):
-            if batch.next_offset <= position:
-                continue
-            if not batch.is_control:
+            while pending and pending[0]["first_offset"] <= batch.last_offset:
+                aborting.add(pending.pop(0)["producer_id"])
+            skip = batch.next_offset <= position or batch.is_control
+            if batch.is_control and batch.producer_id in aborting:
+                if batch.end_transaction_marker().type == ControlRecordType.ABORT:
+                    aborting.discard(batch.producer_id)
+            elif batch.is_transactional and batch.producer_id in aborting:
+                skip = True
+            if not skip:
                 for record in batch.records():
                     if record.offset >= position:
                         yield Consumed(self.topic.name, partition, record)
-            position = batch.next_offset
+            position = max(position, batch.next_offset)
             self.positions[partition] = position
 
 
@@ -165,9 +186,11 @@ def committed_offsets(cluster: Cluster, group: str, topics: list[str] | None) ->
     return cluster.retry(attempt)
 
 
-def commit_offsets(cluster: Cluster, group: str, offsets: dict[tuple[str, int], int]) -> None:
-    """Commit as a client outside any generation (Kafka's assign() + commitSync(): generation -1, no member id);
-    the coordinator accepts that only while the group has no active members."""
+def commit_offsets(
+    cluster: Cluster, group: str, offsets: dict[tuple[str, int], int], generation: int = -1, member_id: str = ""
+) -> None:
+    """Commit as a member of `generation`, or by default as a client outside any generation (Kafka's assign() +
+    commitSync(): generation -1, no member id), which the coordinator accepts only while the group is empty."""
     topics: dict[str, list[dict[str, object]]] = {}
     for (topic, partition), offset in sorted(offsets.items()):
         topics.setdefault(topic, []).append(
@@ -175,8 +198,8 @@ def commit_offsets(cluster: Cluster, group: str, offsets: dict[tuple[str, int], 
         )
     body = {
         "group_id": group,
-        "generation_id_or_member_epoch": -1,
-        "member_id": "",
+        "generation_id_or_member_epoch": generation,
+        "member_id": member_id,
         "group_instance_id": None,
         "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
     }

@@ -11,6 +11,7 @@ from kbroker.client.cluster import Cluster, check
 from kbroker.client.connection import KafkaError
 from kbroker.client.consume import committed_offsets
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
@@ -51,9 +52,7 @@ def decode_assignment(data: bytes) -> dict[str, list[int]]:
     return out
 
 
-def describe_group(cluster: Cluster, group: str) -> dict[str, Any]:
-    """State, members (with their assigned partitions) and, per committed partition, offset, end and lag."""
-
+def _describe_groups(cluster: Cluster, group: str) -> dict[str, Any]:
     def attempt() -> dict[str, Any]:
         response = cluster.coordinator(group).call(
             ApiKey.DESCRIBE_GROUPS, {"groups": [group], "include_authorized_operations": False}
@@ -62,7 +61,17 @@ def describe_group(cluster: Cluster, group: str) -> dict[str, Any]:
         check(described["error_code"], f"describe group {group}")
         return dict(described)
 
-    described = cluster.retry(attempt)
+    return cluster.retry(attempt)
+
+
+def group_state(cluster: Cluster, group: str) -> str:
+    """The group's state as its coordinator names it (Dead: no such group)."""
+    return str(_describe_groups(cluster, group)["group_state"])
+
+
+def describe_group(cluster: Cluster, group: str) -> dict[str, Any]:
+    """State, members (with their assigned partitions) and, per committed partition, offset, end and lag."""
+    described = _describe_groups(cluster, group)
     members = []
     owner: dict[tuple[str, int], str] = {}
     for m in described["members"]:
@@ -80,6 +89,8 @@ def describe_group(cluster: Cluster, group: str) -> dict[str, Any]:
             }
         )
     committed = committed_offsets(cluster, group, None)
+    if described["group_state"] == "Dead" and not committed:  # how a coordinator describes a group it lacks
+        raise KafkaError(ErrorCode.GROUP_ID_NOT_FOUND, f"group {group} does not exist")
     topics = sorted({t for t, _ in committed} | {t for t, _ in owner})
     offsets = []
     for topic in topics:

@@ -14,6 +14,7 @@ from protocol import compression
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.record_builder import SimpleRecord, build_record_batch
+from protocol.records import NO_PRODUCER_ID
 
 CODECS = {name: codec for codec, name in compression.CODEC_NAMES.items()}
 ACKS = {"all": -1, "-1": -1, "1": 1, "0": 0}
@@ -59,15 +60,32 @@ class Produced:
 
 
 class Producer:
-    """Sends records of one topic; keyless records are spread round-robin, keyed ones by murmur2."""
+    """Sends records of one topic; keyless records are spread round-robin, keyed ones by murmur2.
+
+    With acks=all it is idempotent, as Kafka's producers are by default: a producer id from InitProducerId and
+    a sequence per partition, so a batch resent after a lost answer is written once."""
 
     def __init__(self, cluster: Cluster, topic: str, acks: int = -1, codec: int = compression.NONE) -> None:
         self.cluster = cluster
         self.topic_name = topic
         self.acks = acks
         self.codec = codec
-        self.topic: TopicInfo = cluster.topic(topic)
+        self.topic: TopicInfo = cluster.topic(topic, auto_create=True)  # as Kafka's producers ask
         self._round_robin = itertools.count(random.randrange(1 << 16))
+        self.producer_id, self.producer_epoch = (NO_PRODUCER_ID, -1)
+        if acks == -1:
+            self.producer_id, self.producer_epoch = self._init_producer_id()
+        self._sequences: dict[int, int] = {}
+
+    def _init_producer_id(self) -> tuple[int, int]:
+        def attempt() -> tuple[int, int]:
+            body = {"transactional_id": None, "transaction_timeout_ms": 60000}
+            response = self.cluster.any_connection().call(ApiKey.INIT_PRODUCER_ID, body)
+            if response["error_code"]:
+                raise KafkaError(response["error_code"], context="InitProducerId")
+            return int(response["producer_id"]), int(response["producer_epoch"])
+
+        return self.cluster.retry(attempt)
 
     def choose_partition(self, record: SimpleRecord, partition: int | None) -> int:
         count = len(self.topic.partitions)
@@ -98,7 +116,7 @@ class Producer:
         return results
 
     def _send_batches(self, batches: dict[int, list[SimpleRecord]]) -> dict[int, int]:
-        pending = {p: build_record_batch(recs, compression_type=self.codec) for p, recs in batches.items()}
+        pending = {p: self._batch(p, recs) for p, recs in batches.items()}
         done: dict[int, int] = {}
         for attempt in range(ATTEMPTS):
             retry: dict[int, KafkaError] = {}
@@ -123,6 +141,19 @@ class Producer:
             time.sleep(0.1 * (attempt + 1))
             self.topic = self.cluster.topic(self.topic_name)
         return done
+
+    def _batch(self, partition: int, records: list[SimpleRecord]) -> bytes:
+        if self.producer_id == NO_PRODUCER_ID:
+            return build_record_batch(records, compression_type=self.codec)
+        sequence = self._sequences.get(partition, 0)
+        self._sequences[partition] = (sequence + len(records)) & 0x7FFFFFFF  # sequences wrap, as Kafka's do
+        return build_record_batch(
+            records,
+            compression_type=self.codec,
+            producer_id=self.producer_id,
+            producer_epoch=self.producer_epoch,
+            base_sequence=sequence,
+        )
 
     def _produce(self, leader: int, batches: dict[int, bytes]) -> dict[int, tuple[int, int, str | None]]:
         body = {

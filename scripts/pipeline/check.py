@@ -42,26 +42,26 @@ class Report:
 
 def read_topic(bootstrap: str, topic: str, timeout_s: float = 60) -> list[tuple[bytes | None, bytes | None]]:
     """Every (key, value) of ``topic`` from the start to its current end, partition by partition."""
-    from kafka import KafkaConsumer, TopicPartition
+    from kbroker.client.admin import EARLIEST, LATEST, list_offsets
+    from kbroker.client.cluster import Cluster
+    from kbroker.client.connection import KafkaError
+    from kbroker.client.consume import Consumer
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False)
-    try:
-        partitions = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic) or ())]
-        if not partitions:
-            raise LookupError(f"topic {topic} does not exist")
-        consumer.assign(partitions)
-        consumer.seek_to_beginning(*partitions)
-        ends = consumer.end_offsets(partitions)
+    with Cluster(bootstrap, client_id="pipeline-check") as cluster:
+        try:
+            info = cluster.topic(topic)
+        except KafkaError:
+            raise LookupError(f"topic {topic} does not exist") from None
+        partitions = sorted(info.partitions)
+        ends = list_offsets(cluster, info, partitions, LATEST)
+        consumer = Consumer(cluster, info, list_offsets(cluster, info, partitions, EARLIEST), reset=EARLIEST)
         out: list[tuple[bytes | None, bytes | None]] = []
         deadline = time.monotonic() + timeout_s
-        while any(consumer.position(tp) < ends[tp] for tp in partitions):
+        while any(consumer.positions[p] < ends[p] for p in partitions):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"could not read {topic} to its end within {timeout_s}s")
-            for batch in consumer.poll(timeout_ms=500).values():
-                out.extend((m.key, m.value) for m in batch)
+            out.extend((c.record.key, c.record.value) for c in consumer.poll())
         return out
-    finally:
-        consumer.close()
 
 
 def _differences(want: MinuteStats, got: dict[str, object], latencies: list[int]) -> list[str]:

@@ -11,48 +11,61 @@ import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 from scripts.pipeline.events import AccessEvent, generate_events
 
 
 def ensure_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    """Create ``topic`` unless it exists (kafka-python's admin client)."""
-    from kafka.admin import KafkaAdminClient, NewTopic
-    from kafka.errors import TopicAlreadyExistsError
+    """Create ``topic`` unless it exists (kbroker's own client)."""
+    from kbroker.client.admin import create_topic
+    from kbroker.client.cluster import Cluster
+    from kbroker.client.connection import KafkaError
+    from protocol.errors import ErrorCode
 
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="pipeline-setup")
-    try:
-        admin.create_topics([NewTopic(topic, partitions, 1)])
-    except TopicAlreadyExistsError:
-        pass
-    finally:
-        admin.close()
+    with Cluster(bootstrap, client_id="pipeline-setup") as cluster:
+        try:
+            create_topic(cluster, topic, partitions, 1, {})
+        except KafkaError as error:
+            if error.code != ErrorCode.TOPIC_ALREADY_EXISTS:
+                raise
 
 
 def produce_events(bootstrap: str, topic: str, events: Iterable[AccessEvent], rate: float = 0) -> int:
-    """Send each event (key = host, CreateTime = event time) with acks=all; ``rate`` events/s, 0 = unthrottled."""
-    from kafka import KafkaProducer
+    """Send each event (key = host, CreateTime = event time) with acks=all; ``rate`` events/s, 0 = unthrottled.
 
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", linger_ms=20, max_block_ms=30_000)
+    kbroker's own client writes batches of up to CHUNK events (Kafka's partitioner: murmur2 of the key); a
+    refused batch raises."""
+    from kbroker.client.cluster import Cluster
+    from kbroker.client.produce import Producer
+    from protocol.record_builder import SimpleRecord
+
+    chunk = max(1, min(CHUNK, int(rate / 10) or 1)) if rate > 0 else CHUNK
     started = time.monotonic()
     sent = 0
-    try:
-        futures = []
+    with Cluster(bootstrap, client_id="pipeline-generator") as cluster:
+        producer = Producer(cluster, topic, acks=-1)
+        pending: list[SimpleRecord] = []
         for event in events:
-            if rate > 0:
-                lag = started + sent / rate - time.monotonic()
-                if lag > 0:
-                    time.sleep(lag)
-            futures.append(
-                producer.send(topic, key=event.host.encode(), value=event.to_json(), timestamp_ms=event.timestamp)
-            )
-            sent += 1
-        producer.flush(timeout=60)
-        for future in futures:
-            future.get(timeout=30)  # raises if the broker refused a record
-    finally:
-        producer.close(timeout=10)
+            pending.append(SimpleRecord(key=event.host.encode(), value=event.to_json(), timestamp=event.timestamp))
+            if len(pending) >= chunk:
+                sent += _send(producer, pending, started, sent, rate)
+                pending = []
+        if pending:
+            sent += _send(producer, pending, started, sent, rate)
     return sent
+
+
+CHUNK = 500
+
+
+def _send(producer: Any, records: list[Any], started: float, sent: int, rate: float) -> int:
+    if rate > 0:
+        lag = started + sent / rate - time.monotonic()
+        if lag > 0:
+            time.sleep(lag)
+    producer.send(records)
+    return len(records)
 
 
 def write_events(path: Path, events: Iterable[AccessEvent]) -> None:

@@ -1,4 +1,10 @@
-"""A local SparkSession with Spark's Kafka connector on its classpath, sized for a small machine."""
+"""A local SparkSession with Spark's Kafka connector on its classpath, sized for a small machine.
+
+The connector comes the way Spark's own documentation says: ``spark.jars.packages`` names
+``org.apache.spark:spark-sql-kafka-0-10_2.13`` at the installed pyspark's version, and Spark resolves it and its
+dependencies from Maven Central into its Ivy cache (``~/.ivy2.5.2``) when the session starts (once; later
+sessions reuse the cache).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +12,6 @@ import os
 import shutil
 import sys
 from typing import TYPE_CHECKING
-
-from scripts.spark.resolve_jars import spark_jars_option
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -25,6 +29,15 @@ SMALL_MACHINE_CONF = {
 }
 
 
+def connector_package(version: str | None = None) -> str:
+    """Maven coordinates of Spark's Kafka connector for pyspark ``version`` (default: the installed one)."""
+    if version is None:
+        import pyspark
+
+        version = str(pyspark.__version__)
+    return f"org.apache.spark:spark-sql-kafka-0-10_2.13:{version}"
+
+
 def java_missing() -> str | None:
     """Why Spark cannot start here (no ``java`` on PATH nor JAVA_HOME), or None."""
     if os.environ.get("JAVA_HOME") or shutil.which("java"):
@@ -33,12 +46,12 @@ def java_missing() -> str | None:
 
 
 def local_session(app_name: str, master: str = "local[2]", conf: dict[str, str] | None = None) -> SparkSession:
-    """Start (or reuse) a local SparkSession whose ``spark.jars`` holds the connector matching pyspark."""
+    """Start (or reuse) a local SparkSession with the connector matching pyspark in ``spark.jars.packages``."""
     from pyspark.sql import SparkSession
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars", spark_jars_option())
+    builder = SparkSession.builder.master(master).appName(app_name).config("spark.jars.packages", connector_package())
     for key, value in {**SMALL_MACHINE_CONF, **(conf or {})}.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

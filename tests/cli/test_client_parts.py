@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import struct
+import subprocess
+import sys
 
 import pytest
 from hypothesis import given
@@ -84,9 +86,77 @@ def test_stdin_is_read_in_chunks_of_available_lines() -> None:
         os.close(read_fd)
 
 
+def test_stdin_chunks_stay_under_the_record_and_byte_limits() -> None:
+    from kbroker.cli import produce
+
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # a writer, so the pipe may hold more than its buffer
+        os.close(read_fd)
+        os.write(write_fd, b"x\n" * 2500 + (b"y" * 200_000 + b"\n") * 6)
+        os._exit(0)
+    os.close(write_fd)
+    try:
+        chunks = list(stdin_chunks(read_fd))
+    finally:
+        os.close(read_fd)
+        os.waitpid(pid, 0)
+    assert sum(len(c) for c in chunks) == 2506
+    assert all(len(c) <= produce.MAX_BATCH_RECORDS for c in chunks)
+    assert all(sum(map(len, c)) <= produce.MAX_BATCH_BYTES or len(c) == 1 for c in chunks)
+
+
 def test_bootstrap_lists_and_datetimes_parse() -> None:
     assert parse_bootstrap("h1:1, h2 ,[::1]:3") == [("h1", 1), ("h2", 9092), ("::1", 3)]
     with pytest.raises(ValueError):
         parse_bootstrap("h:x")
     assert parse_datetime_ms("2026-11-23T12:00:00.000Z") == 1795435200000
     assert parse_datetime_ms("2026-11-23T13:00:00+01:00") == 1795435200000
+
+
+_IMPORT_PROBE = """
+import sys
+from kbroker.cli import build_parser
+args = build_parser().parse_args(sys.argv[1:])
+if args.command == "serve":
+    from kbroker.cli.serve import load_config
+    load_config(args)
+else:
+    import kbroker.client.admin, kbroker.client.groups, kbroker.client.produce  # what client commands run on
+print(" ".join(sorted(m for m in sys.modules if m.split(".")[0] in ("asyncio", "structlog", "uvloop", "kbroker"))))
+"""
+
+
+def _loaded(*argv: str) -> set[str]:
+    from tests.process import REPO
+
+    environ = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-c", _IMPORT_PROBE, *argv], capture_output=True, text=True, env=environ)
+    assert result.returncode == 0, result.stderr
+    return set(result.stdout.split())
+
+
+def test_client_commands_do_not_load_the_broker_and_serve_does_not_load_the_client() -> None:
+    client = _loaded("topic", "list")
+    assert not {m for m in client if m.split(".")[0] in ("asyncio", "structlog", "uvloop")}, client
+    assert not {"kbroker.server", "kbroker.config", "kbroker.logs", "kbroker.broker"} & client
+    serve = _loaded("serve")
+    assert "kbroker.config" in serve and not {m for m in serve if m.startswith("kbroker.client")}, serve
+
+
+def test_range_assignment_as_kafkas_range_assignor() -> None:
+    from kbroker.client.membership import range_assign
+
+    subscriptions = {"m-b": ["t", "u"], "m-a": ["t"], "m-c": ["t", "u"]}
+    assert range_assign(subscriptions, {"t": 7, "u": 1}) == {
+        "m-a": {"t": [0, 1, 2]},
+        "m-b": {"t": [3, 4], "u": [0]},
+        "m-c": {"t": [5, 6], "u": []},
+    }
+
+
+def test_consumer_protocol_subscription_and_assignment_round_trip() -> None:
+    from kbroker.client.membership import decode_subscription, encode_assignment, encode_subscription
+
+    assert decode_subscription(encode_subscription(["a", "bb"])) == ["a", "bb"]
+    assert decode_assignment(encode_assignment({"a": [2, 0], "b": []})) == {"a": [0, 2], "b": []}

@@ -6,13 +6,18 @@ is read back with confluent-kafka, and what confluent-kafka writes is read with 
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from tests.cli.brokers import Cli, kafka_broker, kbroker_broker, unique
+from tests.process import REPO
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -158,12 +163,67 @@ def test_produce_to_a_partition_with_acks_and_compression(cli: Cli) -> None:
     ]  # fmt: skip
 
 
+def test_acks_all_produce_is_idempotent_as_kafkas_producers_are(cli: Cli) -> None:
+    from tests.compat.wire import batch_producers
+
+    topic = _topic(cli, 1)
+    cli.ok("produce", topic, stdin=b"".join(b"line-%d\n" % i for i in range(1500)))  # two batches of stdin lines
+    cli.ok("produce", topic, "--acks", "1", stdin=b"plain\n")
+    batches = batch_producers(cli.bootstrap, topic)
+    assert [(base, count, sequence) for base, count, _, sequence in batches] == [
+        (0, 1000, 0),
+        (1000, 500, 1000),
+        (1500, 1, -1),
+    ]
+    assert batches[0][2] == batches[1][2] >= 0 and batches[2][2] == -1  # one producer id; none with acks=1
+
+
+def test_read_committed_skips_aborted_transactions(cli: Cli) -> None:
+    topic = _topic(cli, 1)
+    producer = Producer({"bootstrap.servers": cli.bootstrap, "transactional.id": unique("txn")})
+    producer.init_transactions(30)
+    for values, commit in (((b"c1", b"c2"), True), ((b"a1", b"a2"), False), ((b"c3",), True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value)
+        producer.flush(30)
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+    committed = cli.ok("consume", topic, "--from-beginning", "--isolation-level", "read_committed", "-n", "3")
+    assert committed == b"c1\nc2\nc3\n"
+    everything = cli.ok("consume", topic, "--from-beginning", "-n", "5")
+    assert everything == b"c1\nc2\na1\na2\nc3\n"
+
+
+def test_produce_to_a_new_topic_lets_the_broker_create_it_as_producers_do(cli: Cli) -> None:
+    topic = unique("auto")  # auto.create.topics.enable is true on both brokers by default
+    cli.ok("produce", topic, stdin=b"first\n")
+    assert cli.ok("consume", topic, "--from-beginning", "-n", "1") == b"first\n"
+    missing = cli.run("consume", unique("absent"), "-n", "1")  # consumers do not create topics
+    assert missing.returncode == 1 and b"UNKNOWN_TOPIC_OR_PARTITION" in missing.stderr
+
+
 def test_consume_stops_at_timeout_and_waits_for_new_records_by_default(cli: Cli) -> None:
     topic = _topic(cli, 1)
     cli.ok("produce", topic, stdin=b"old\n")
     short = cli.run("consume", topic, "-n", "1", "--timeout-ms", "1500")  # from the end: "old" is not read
     assert short.returncode == 1 and short.stdout == b"" and b"timed out after 0 of 1" in short.stderr
     assert cli.run("consume", topic, "--from-beginning", "--timeout-ms", "1000").stdout == b"old\n"
+
+
+def test_consume_until_ctrl_c_exits_0_and_commits_what_it_printed(cli: Cli) -> None:
+    topic = _topic(cli, 1)
+    group = unique("interrupted")
+    cli.ok("produce", topic, stdin=b"one\ntwo\n")
+    process = _start(cli, topic, "--from-beginning", "-g", group)
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline() == b"one\n" and process.stdout.readline() == b"two\n"
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0 and b"consumed 2 records" in err, err
+    assert _committed(cli, group) == {0: 2}
 
 
 # -- groups ----------------------------------------------------------------------------------------------------
@@ -190,6 +250,96 @@ def test_group_consume_commits_describe_shows_lag_and_delete(cli: Cli) -> None:
     assert group not in [g["group"] for g in cli.json("group", "list")]
     missing = cli.run("group", "delete", group)
     assert missing.returncode == 1 and b"GROUP_ID_NOT_FOUND" in missing.stderr
+    unknown = cli.run("group", "describe", group)
+    assert unknown.returncode == 1 and b"GROUP_ID_NOT_FOUND" in unknown.stderr
+
+
+def _start(cli: Cli, *args: str) -> subprocess.Popen[bytes]:
+    """`kbroker consume ...` in the background, with SIGINT at its default as from a terminal."""
+    environ = {**os.environ, "PYTHONPATH": str(REPO), "KBROKER_BOOTSTRAP": cli.bootstrap}
+    return subprocess.Popen([sys.executable, "-m", "kbroker", "consume", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=environ,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
+
+
+def _wait_for(predicate: Callable[[], bool], what: str, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.5)
+
+
+def test_consumers_of_one_group_share_its_partitions(cli: Cli) -> None:
+    topic = _topic(cli, 2)
+    group = unique("members")
+    first = _start(cli, topic, "-g", group, "--from-beginning", "-f", "%p %v\\n")
+    second = None
+    try:
+        assert first.stdout is not None
+        cli.ok("produce", topic, "-p", "0", stdin=b"a0\n")
+        cli.ok("produce", topic, "-p", "1", stdin=b"a1\n")
+        assert sorted([first.stdout.readline(), first.stdout.readline()]) == [b"0 a0\n", b"1 a1\n"]
+        [alone] = cli.json("group", "describe", group)[0]["members"]
+        assert alone["assignment"] == {topic: [0, 1]} and alone["client_id"] == "kbroker-cli"
+
+        second = _start(cli, topic, "-g", group, "-f", "%p %v\\n")
+
+        def split() -> bool:
+            members = cli.json("group", "describe", group)[0]["members"]
+            return sorted(tuple(m["assignment"].get(topic, [])) for m in members) == [(0,), (1,)]
+
+        _wait_for(split, "the second member to get a partition")
+        owner = {o["partition"]: o["member_id"] for o in cli.json("group", "describe", group)[0]["offsets"]}
+        assert owner[0] != owner[1]
+        cli.ok("produce", topic, "-p", "0", stdin=b"b0\n")
+        cli.ok("produce", topic, "-p", "1", stdin=b"b1\n")
+        assert second.stdout is not None
+        lines = sorted([first.stdout.readline(), second.stdout.readline()])
+        assert lines == [b"0 b0\n", b"1 b1\n"]
+        for process in (first, second):
+            process.send_signal(signal.SIGINT)
+            process.communicate(timeout=30)
+            assert process.returncode == 0
+        [described] = cli.json("group", "describe", group)
+        assert described["state"] == "Empty" and described["members"] == []  # both left the group at once
+        assert {o["partition"]: o["lag"] for o in described["offsets"]} == {0: 0, 1: 0}
+    finally:
+        for process in (first, second):
+            if process is not None:
+                process.kill()
+                process.wait()
+
+
+def test_a_cli_consumer_and_a_confluent_consumer_share_a_group(cli: Cli) -> None:
+    topic = _topic(cli, 2)
+    group = unique("mixed")
+    other = Consumer({"bootstrap.servers": cli.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+                      "client.id": "confluent-member"})  # fmt: skip
+    ours = None
+    try:
+        other.subscribe([topic])
+        _wait_for(lambda: bool(other.poll(0.2) or other.assignment()), "confluent-kafka's assignment")
+        ours = _start(cli, topic, "-g", group, "--from-beginning", "-f", "%p %v\\n")
+
+        def split() -> bool:
+            other.poll(0.2)  # keeps the librdkafka member in the rebalance
+            members = cli.json("group", "describe", group)[0]["members"]
+            return sorted(tuple(m["assignment"].get(topic, [])) for m in members) == [(0,), (1,)]
+
+        _wait_for(split, "both members to hold a partition")
+        ours_partition = next(
+            m["assignment"][topic][0]
+            for m in cli.json("group", "describe", group)[0]["members"]
+            if m["client_id"] == "kbroker-cli"
+        )
+        assert [tp.partition for tp in other.assignment()] == [1 - ours_partition]
+        cli.ok("produce", topic, "-p", str(ours_partition), stdin=b"for-the-cli\n")
+        assert ours.stdout is not None and ours.stdout.readline() == b"%d for-the-cli\n" % ours_partition
+    finally:
+        other.close()
+        if ours is not None:
+            ours.send_signal(signal.SIGINT)
+            ours.communicate(timeout=30)
 
 
 def _committed(cli: Cli, group: str) -> dict[int, int]:
@@ -231,6 +381,10 @@ def test_reset_offsets_kafkas_scenarios_dry_run_by_default(cli: Cli) -> None:
     assert execute("--to-datetime", stamp) == {0: 10, 1: 1}  # p0: only "late" is newer; p1: nothing, so the end
     stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(before / 1000 - 1)) + "Z"
     assert execute("--to-datetime", stamp) == {0: 0, 1: 0}
+
+    fresh = unique("fresh")  # Kafka's tool sets the offsets of a group that does not exist yet
+    cli.ok("group", "reset-offsets", fresh, "--topic", f"{topic}:1", "--to-latest", "--execute")
+    assert _committed(cli, fresh) == {1: 1}
 
 
 def test_active_group_members_lag_and_no_reset_while_active(cli: Cli) -> None:

@@ -69,8 +69,10 @@ def unique_topic(scenario: str) -> str:
 
 
 def create_topic(bootstrap: str, scenario: str, partitions: int = 1) -> str:
+    """A fresh topic that keeps its records forever: the scenarios write CreateTimes of 2023, which Apache Kafka's
+    retention check (first run 30 s after its start) would otherwise delete, active segment included."""
     topic = unique_topic(scenario)
-    KafkaPythonClient().create_topic(bootstrap, topic, partitions, {})
+    KafkaPythonClient().create_topic(bootstrap, topic, partitions, {"retention.ms": "-1"})
     return topic
 
 
