@@ -73,6 +73,7 @@ class ListenerRuntime:
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
+    observe: Callable[[int, float], None] | None = None  # request metrics (kbroker.http), None when off
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -96,6 +97,7 @@ class Connection(asyncio.BufferedProtocol):
             staging=runtime.staging,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
+            observe=runtime.observe,
         )
 
     @property

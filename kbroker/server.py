@@ -80,6 +80,12 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         max_frame_size=config.get_int("socket.request.max.bytes"),
         frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
     )
+    http = None
+    if config.get_list("kbroker.http.listeners"):  # aiohttp loads only when an HTTP listener is configured
+        from kbroker.http import start_http
+
+        http = await start_http(broker, registry)
+        runtime.observe = http.requests.observe
     await server.start_serving()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -100,11 +106,15 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
     )
+    if http is not None:
+        http.ready = True
     if started is not None:
         started.set()
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    if http is not None:
+        await http.stop()
     await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns: list[Connection] = list(registry.connections)

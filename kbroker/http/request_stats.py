@@ -1,0 +1,48 @@
+"""Requests and their latency per API, counted in the request path (pure, no imports of aiohttp or
+prometheus_client): the pipeline calls `observe(api_key, seconds)` once per answered request.
+
+The cost per request is a dict lookup, a bisect over the bucket bounds and three additions, plus
+two perf_counter() calls in the pipeline: about 1.5 µs in all on a loaded 2-core machine
+(tests/http/test_request_stats.py measures it), against 50-100 µs for the smallest request; when
+no HTTP listener is configured the pipeline's hook is one `is not None` test. Prometheus renders the totals at
+scrape time (kbroker/http/metrics.py), so no metric object is touched per request.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+# upper bounds in seconds, Prometheus' default latency buckets extended to 30 s (long polls)
+BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0)
+
+
+class ApiLatency:
+    __slots__ = ("count", "total", "buckets")
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total = 0.0
+        self.buckets = [0] * (len(BUCKETS) + 1)  # the last one is +Inf
+
+    def cumulative(self) -> list[int]:
+        """Counts at or below each bound (and +Inf), as a Prometheus histogram reports them."""
+        out, running = [], 0
+        for n in self.buckets:
+            running += n
+            out.append(running)
+        return out
+
+
+class RequestStats:
+    __slots__ = ("apis",)
+
+    def __init__(self) -> None:
+        self.apis: dict[int, ApiLatency] = {}
+
+    def observe(self, api_key: int, seconds: float) -> None:
+        entry = self.apis.get(api_key)
+        if entry is None:
+            entry = self.apis[api_key] = ApiLatency()
+        entry.count += 1
+        entry.total += seconds
+        entry.buckets[bisect_left(BUCKETS, seconds)] += 1

@@ -1,0 +1,51 @@
+"""The request-path hook: counts and buckets per API, and its cost per request."""
+
+from __future__ import annotations
+
+import time
+
+from kbroker.http.request_stats import BUCKETS, RequestStats
+
+
+def test_counts_sum_and_cumulative_buckets() -> None:
+    stats = RequestStats()
+    for seconds in (0.0001, 0.0005, 0.003, 0.2, 100.0):
+        stats.observe(0, seconds)
+    stats.observe(3, 0.01)
+    produce = stats.apis[0]
+    assert produce.count == 5 and abs(produce.total - 100.2036) < 1e-9
+    cumulative = dict(zip([*BUCKETS, float("inf")], produce.cumulative(), strict=True))
+    assert cumulative[0.0005] == 2  # a bound is inclusive, as Prometheus' le
+    assert cumulative[0.005] == 3
+    assert cumulative[0.25] == 4
+    assert cumulative[30.0] == 4 and cumulative[float("inf")] == 5
+    assert stats.apis[3].count == 1
+
+
+def test_hook_is_cheap() -> None:
+    """One observe is a dict lookup, a bisect and three additions: 1.2-1.8 µs measured on this 2-core machine
+    shared by seven busy workers, plus two perf_counter() calls (0.2 µs each). The bound leaves room for load."""
+    stats = RequestStats()
+    observe = stats.observe
+    n = 50_000
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        for i in range(n):
+            observe(i & 7, 0.001)
+        best = min(best, (time.perf_counter() - started) / n)
+    assert best < 10e-6, f"{best * 1e6:.2f} µs per request"
+
+
+def test_broker_without_http_listener_does_not_import_aiohttp() -> None:
+    """Start-up cost: the server module (and everything it imports) leaves aiohttp and prometheus_client
+    unloaded; only a configured kbroker.http.listeners imports kbroker.http."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, kbroker.server, kbroker.cli; "
+        "print(sorted(m for m in ('aiohttp', 'prometheus_client', 'kbroker.http') if m in sys.modules))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
