@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ from protocol.headers import RequestHeader
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.handlers.registry import Handler
     from kbroker.limits import ConnectionLimits
 
 log = structlog.get_logger("kbroker.connection")
@@ -67,6 +68,7 @@ class ListenerRuntime:
     request memory and staging buffer, and the registry enforcing connection limits."""
 
     broker: Broker
+    handlers: Mapping[int, Handler]  # the registry (kbroker.handlers.registry)
     limits: ConnectionLimits
     name: str = "PLAINTEXT"
     memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
@@ -89,7 +91,7 @@ class Connection(asyncio.BufferedProtocol):
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
         self.pipeline = RequestPipeline(
-            runtime.broker.handlers,
+            runtime.handlers,
             self._new_context,
             self,
             max_frame_size=runtime.max_frame_size,

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,10 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *args: str, port: int | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, *args: str, port: int | None = None, preexec_fn: Callable[[], Any] | None = None
+    ) -> None:
+        self.preexec_fn = preexec_fn  # run in the child before exec (e.g. resource limits)
         self.port = port or free_port()
         self.data_dir = data_dir
         self.log_path = data_dir.parent / f"kbroker-{self.port}.log"
@@ -40,7 +44,9 @@ class BrokerProcess:
     def start(self, timeout: float = 15.0) -> BrokerProcess:
         cmd = [sys.executable, "-m", "kbroker", "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir)]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([*cmd, *self.args], stdout=log, stderr=log, cwd=REPO)
+            self.proc = subprocess.Popen(
+                [*cmd, *self.args], stdout=log, stderr=log, cwd=REPO, preexec_fn=self.preexec_fn
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
