@@ -56,11 +56,12 @@ class HttpGateway:
         app.router.add_get("/health", self.health)
         app.router.add_get("/ready", self.readiness)
         app.router.add_get("/metrics", self.metrics)
-        add_rest_routes(app, self.broker)
+        self.consumers = add_rest_routes(app, self.broker)
         return app
 
     async def start(self, listeners: tuple[str, ...]) -> None:
         endpoints = [parse_http_listener(item) for item in listeners]
+        self.consumers.start()
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         for host, port in endpoints:
@@ -74,6 +75,7 @@ class HttpGateway:
 
     async def stop(self) -> None:
         self.ready = False
+        await self.consumers.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
@@ -129,7 +131,7 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
             raise
         status = error.status
         message = error.reason if status != 413 else f"request body larger than {request.app._client_max_size} bytes"
-        return error_response(status, status * 100 if status < 600 else status, message)
+        return error_response(status, status, message)
     except json.JSONDecodeError as error:
         return error_response(400, 400, f"malformed JSON: {error}")
     except Exception:  # noqa: BLE001 - one bad request never harms the broker

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from kbroker.http.rest.consumers import Consumers
 from kbroker.http.rest.produce import Produce
 from kbroker.http.rest.topics import Topics
 
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from kbroker.broker import Broker
 
 
-def add_rest_routes(app: web.Application, broker: Broker) -> None:
+def add_rest_routes(app: web.Application, broker: Broker) -> Consumers:
+    """The REST Proxy v2 routes; the consumer instances (start() and stop() their expiry) are returned."""
     topics = Topics(broker)
     produce = Produce(broker, topics)
     router = app.router
@@ -30,3 +32,19 @@ def add_rest_routes(app: web.Application, broker: Broker) -> None:
     router.add_get("/topics/{topic}/partitions", topics.partitions)
     router.add_get("/topics/{topic}/partitions/{partition}", topics.partition)
     router.add_post("/topics/{topic}/partitions/{partition}", produce.to_partition)
+    consumers = Consumers(broker, topics)
+    router.add_post("/consumers/{group}", consumers.create)
+    instance = "/consumers/{group}/instances/{instance}"
+    router.add_delete(instance, consumers.delete)
+    router.add_post(f"{instance}/subscription", consumers.subscribe)
+    router.add_get(f"{instance}/subscription", consumers.subscription)
+    router.add_delete(f"{instance}/subscription", consumers.unsubscribe)
+    router.add_post(f"{instance}/assignments", consumers.assign)
+    router.add_get(f"{instance}/assignments", consumers.assignments)
+    router.add_post(f"{instance}/positions", consumers.seek)
+    router.add_post(f"{instance}/positions/beginning", consumers.seek_to_beginning)
+    router.add_post(f"{instance}/positions/end", consumers.seek_to_end)
+    router.add_get(f"{instance}/records", consumers.records)
+    router.add_post(f"{instance}/offsets", consumers.commit)
+    router.add_get(f"{instance}/offsets", consumers.committed)
+    return consumers
