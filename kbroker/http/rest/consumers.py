@@ -223,6 +223,8 @@ class Consumers:
                         key = decode_embedded(instance.format, record.key)
                         value = decode_embedded(instance.format, record.value)
                     except ValueError as error:
+                        if out:  # answer what came before it; the next read stops here again
+                            return out
                         raise unprocessable(
                             f"record {tp[0]}-{tp[1]}@{record.offset} is not JSON (use a binary consumer): {error}"
                         ) from error
