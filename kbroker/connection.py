@@ -75,7 +75,7 @@ class ListenerRuntime:
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
-    observe: Callable[[int, float], None] | None = None  # request metrics (kbroker.http), None when off
+    observe: Callable[[int, float, Any], None] | None = None  # request metrics (kbroker.http), None when off
 
 
 class Connection(asyncio.BufferedProtocol):

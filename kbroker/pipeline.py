@@ -97,10 +97,10 @@ class RequestPipeline:
         staging: bytearray | None = None,
         frame_timeout_ms: int = -1,
         now: float = 0.0,
-        observe: Callable[[int, float], None] | None = None,
+        observe: Callable[[int, float, Any], None] | None = None,
     ) -> None:
         self.handlers = handlers
-        self.observe = observe  # (api key, seconds) per answered request: the metrics hook, None when off
+        self.observe = observe  # (api key, seconds, answer) per answered request: the metrics hook, None when off
         self.new_context = new_context
         self.owner = owner
         self.memory = memory
@@ -268,7 +268,7 @@ class RequestPipeline:
 
     def _complete(self, slot: _Slot, handler: Handler, ctx: RequestContext, result: dict[str, Any] | None) -> None:
         if self.observe is not None:
-            self.observe(handler.api_key, perf_counter() - slot.started)
+            self.observe(handler.api_key, perf_counter() - slot.started, result)
         if self.closing:
             return  # connection_lost released the slot
         if result is not None:

@@ -76,11 +76,19 @@ class BrokerCollector(Collector):
         records_in = CounterMetricFamily(
             "kbroker_topic_records_in", "Records appended per topic since start.", labels=["topic"]
         )
+        bytes_out = CounterMetricFamily(
+            "kbroker_topic_bytes_out", "Record batch bytes answered to Fetch requests per topic.", labels=["topic"]
+        )
         self.traffic.forget(set(topics))
         for topic, count in sorted(self.traffic.bytes_in.items()):
             bytes_in.add_metric([topic], count)
             records_in.add_metric([topic], self.traffic.records_in[topic])
-        yield from (partitions, size, end, start, bytes_in, records_in)
+        out = self.requests.bytes_out
+        for gone in [topic for topic in out if topic not in topics]:
+            del out[gone]
+        for topic, count in sorted(out.items()):
+            bytes_out.add_metric([topic], count)
+        yield from (partitions, size, end, start, bytes_in, records_in, bytes_out)
 
     def _groups(self) -> Iterator[Any]:
         from kbroker.group import group_runtime

@@ -9,7 +9,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.broker.conftest import batch_of, create_topic, produce, unique_topic
+from tests.broker.conftest import batch_of, create_topic, fetch, produce, record_offsets, unique_topic
 from tests.http.conftest import HttpBroker, http_get
 from tests.process import RawClient
 
@@ -45,7 +45,14 @@ def test_produce_requests_sizes_and_bytes_in(http_broker: HttpBroker) -> None:
         batches = [batch_of(3, value_size=100) for _ in range(5)]
         for batch in batches:
             assert produce(client, topic, batch)["error_code"] == 0
+        fetched = fetch(client, [(topic, 0, 0)])["responses"][0]["partitions"][0]["records"]
+        assert len(record_offsets(fetched)) == 15
+        assert fetch(client, [(topic, 0, 15)])["responses"][0]["partitions"][0]["records"] in (b"", None)
     after = scrape(http_broker)
+    assert value(after, "kbroker_topic_bytes_out_total", topic=topic) == sum(len(b) for b in batches)
+    assert (
+        value(after, "kbroker_requests_total", api="Fetch") - value(before, "kbroker_requests_total", api="Fetch") == 2
+    )
     produced = value(after, "kbroker_requests_total", api="Produce") - value(
         before, "kbroker_requests_total", api="Produce"
     )
