@@ -11,6 +11,7 @@ from aiohttp import web
 
 from kbroker.config import ConfigError
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
+from kbroker.http.queues import BROKER_KEY, queue_socket
 from kbroker.http.request_stats import RequestStats
 from kbroker.http.rest import add_rest_routes
 from kbroker.http.rest.errors import RestError, error_response
@@ -53,10 +54,12 @@ class HttpGateway:
             middlewares=[_json_errors],
         )
         app[GATEWAY_KEY] = self
+        app[BROKER_KEY] = self.broker
         app.router.add_get("/health", self.health)
         app.router.add_get("/ready", self.readiness)
         app.router.add_get("/metrics", self.metrics)
         self.consumers = add_rest_routes(app, self.broker)
+        app.router.add_get("/v1/queues/ws", queue_socket)
         return app
 
     async def start(self, listeners: tuple[str, ...]) -> None:

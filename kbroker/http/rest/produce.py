@@ -82,23 +82,30 @@ class Produce:
         return partition_for_key(key, partitions) if key is not None else sticky
 
     async def _append(self, topic: str, partition: int, records: list[SimpleRecord]) -> list[dict[str, Any]]:
-        log = self.broker.logs.get_partition(topic, partition)
-        if log is None or topic in INTERNAL_TOPICS:
-            return _failed(records, partition, KAFKA_ERROR, f"cannot append to {topic}-{partition}")
-        batch = bytearray(build_record_batch(records, partition_leader_epoch=0))
-        try:
-            if len(batch) > log.config.max_message_bytes:
-                raise RecordTooLargeError(f"record batch of {len(batch)} bytes exceeds max.message.bytes")
-            info = log.append_as_leader(RecordBatch(batch), AppendOrigin.CLIENT, leader_epoch=0)
-            await log.wait_for_ack(info, -1)
-        except RecordTooLargeError as error:
-            return _failed(records, partition, KAFKA_ERROR, str(error))
-        except KafkaStorageError as error:
-            return _failed(records, partition, KAFKA_RETRIABLE_ERROR, f"storage error: {error}")
-        return [
-            {"partition": partition, "offset": info.base_offset + i, "error_code": None, "error": None}
-            for i in range(len(records))
-        ]
+        return await append_records(self.broker, topic, partition, records)
+
+
+async def append_records(
+    broker: Broker, topic: str, partition: int, records: list[SimpleRecord]
+) -> list[dict[str, Any]]:
+    """Append `records` to the partition as one batch, acknowledged as acks=all; one offsets entry per record."""
+    log = broker.logs.get_partition(topic, partition)
+    if log is None or topic in INTERNAL_TOPICS:
+        return _failed(records, partition, KAFKA_ERROR, f"cannot append to {topic}-{partition}")
+    batch = bytearray(build_record_batch(records, partition_leader_epoch=0))
+    try:
+        if len(batch) > log.config.max_message_bytes:
+            raise RecordTooLargeError(f"record batch of {len(batch)} bytes exceeds max.message.bytes")
+        info = log.append_as_leader(RecordBatch(batch), AppendOrigin.CLIENT, leader_epoch=0)
+        await log.wait_for_ack(info, -1)
+    except RecordTooLargeError as error:
+        return _failed(records, partition, KAFKA_ERROR, str(error))
+    except KafkaStorageError as error:
+        return _failed(records, partition, KAFKA_RETRIABLE_ERROR, f"storage error: {error}")
+    return [
+        {"partition": partition, "offset": info.base_offset + i, "error_code": None, "error": None}
+        for i in range(len(records))
+    ]
 
 
 def _failed(records: list[SimpleRecord], partition: int, code: int, message: str) -> list[dict[str, Any]]:

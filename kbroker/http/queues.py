@@ -1,0 +1,255 @@
+"""Queue streaming over WebSocket on the share-group engine: GET /v1/queues/ws?group=G&topics=a,b.
+
+The server assigns a consumer id (or takes `consumer=ID` to resume under a previous one) and
+announces it; the consumer is a member of share group G for the engine (kbroker/share): it
+acquires records from every partition of the topics, so each record goes to one consumer at a
+time, under the group's acquisition lock and delivery-count limit. Flow control is credit: the
+client grants how many un-acknowledged messages it may hold; messages are pushed while it has
+credit. Each message is acknowledged (`ack`), released (`release`: redelivered) or rejected
+(`reject`: archived) by its id. Disconnecting releases whatever was not acknowledged. The same
+socket produces (`produce`, answered with its offset). Frames are JSON text; docs/gateway.md
+has the format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import WSMsgType, web
+
+from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
+from kbroker.http.rest.partitioner import partition_for_key
+from kbroker.http.rest.produce import append_records
+from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType
+from kbroker.share.reader import acquire_from_log
+from protocol.record_builder import SimpleRecord
+from protocol.records import iter_batches
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+    from kbroker.share.runtime import ShareRuntime
+
+log = structlog.get_logger("kbroker.http.queues")
+
+BROKER_KEY: web.AppKey[Any] = web.AppKey("broker")
+MAX_CREDIT = 10_000
+READ_BYTES = 1024 * 1024
+_ACKS = {"ack": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
+
+
+def _text(data: bytes | None) -> tuple[Any, str | None]:
+    """(value, encoding): UTF-8 text as is, anything else base64."""
+    if data is None:
+        return None, None
+    try:
+        return data.decode(), None
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode(), "base64"
+
+
+class QueueSession:
+    """One WebSocket consumer: its credit, the messages it holds, the pusher."""
+
+    def __init__(self, broker: Broker, runtime: ShareRuntime, ws: web.WebSocketResponse, group: str,
+                 topics: list[str], consumer: str) -> None:  # fmt: skip
+        self.broker = broker
+        self.runtime = runtime
+        self.ws = ws
+        self.group = group
+        self.topics = topics
+        self.consumer = consumer
+        self.credit = 0
+        self.held: set[tuple[str, int, int]] = set()
+        self.wake = asyncio.Event()
+
+    def keys(self) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for topic in self.topics:
+            metadata = self.broker.logs.topic(topic)
+            if metadata is not None:
+                out.extend((topic, p) for p in range(metadata.partitions))
+        return out
+
+    async def push(self) -> None:
+        """Send messages while there is credit; wait for appends, releases or credit otherwise."""
+        while not self.ws.closed:
+            sent = await self._deliver() if self.credit > len(self.held) else 0
+            if sent:
+                continue
+            self.wake.clear()
+            waiter = asyncio.ensure_future(self.broker.fetch_waiters.wait(self.keys(), 1, 1000))
+            woken = asyncio.ensure_future(self.wake.wait())
+            try:
+                await asyncio.wait([waiter, woken], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (waiter, woken):
+                    task.cancel()
+
+    async def _deliver(self) -> int:
+        sent = 0
+        now = self.runtime.clock()
+        for topic, index in self.keys():
+            room = self.credit - len(self.held)
+            if room <= 0:
+                break
+            share = self.runtime.share_partition(self.group, topic, index)
+            partition_log = self.broker.logs.get_log(topic, index)
+            if share is None or partition_log is None:
+                continue
+            ranges, data = acquire_from_log(share, partition_log, self.consumer, now, room, READ_BYTES)
+            if not ranges:
+                continue
+            self.runtime.notify_lock_added()
+            wanted = {o: r.delivery_count for r in ranges for o in range(r.first_offset, r.last_offset + 1)}
+            gaps = set(wanted)
+            for batch in iter_batches(data):
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    count = wanted.get(record.offset)
+                    if count is None:
+                        continue
+                    gaps.discard(record.offset)
+                    await self._send_message(topic, index, record, count)
+                    sent += 1
+            if gaps:  # acquired offsets without a record (control batches): settled at once
+                batches = [AcknowledgementBatch(o, o, (AcknowledgeType.GAP,)) for o in sorted(gaps)]
+                share.acknowledge(self.consumer, batches, now)
+                self.runtime.after_acknowledge(self.group, topic, index)
+        return sent
+
+    async def _send_message(self, topic: str, index: int, record: Any, delivery_count: int) -> None:
+        key, key_encoding = _text(record.key)
+        value, value_encoding = _text(record.value)
+        message: dict[str, Any] = {
+            "type": "message",
+            "id": f"{topic}/{index}/{record.offset}",
+            "topic": topic,
+            "partition": index,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": key,
+            "value": value,
+            "headers": {h.key: _text(h.value)[0] for h in record.headers},
+            "delivery_count": delivery_count,
+        }
+        if key_encoding:
+            message["key_encoding"] = key_encoding
+        if value_encoding:
+            message["value_encoding"] = value_encoding
+        self.held.add((topic, index, record.offset))
+        await self.ws.send_str(json.dumps(message))
+
+    # -- client frames ------------------------------------------------------------------
+    async def handle(self, frame: dict[str, Any]) -> dict[str, Any] | None:
+        kind = frame.get("type")
+        if kind == "credit":
+            n = frame.get("n")
+            if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_CREDIT:
+                raise unprocessable(f"credit n must be an integer in [0, {MAX_CREDIT}]")
+            self.credit = n
+            self.wake.set()
+            return None
+        if kind in _ACKS:
+            return self._settle(frame, _ACKS[str(kind)])
+        if kind == "produce":
+            return await self._produce(frame)
+        raise unprocessable(f"unknown frame type {kind!r}: credit, ack, release, reject or produce")
+
+    def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
+        ident = frame.get("id")
+        parts = str(ident).rsplit("/", 2)
+        try:
+            key = (parts[0], int(parts[1]), int(parts[2]))
+        except (IndexError, ValueError):
+            raise unprocessable(f"bad message id {ident!r}") from None
+        share = self.runtime.partitions.get((self.group, key[0], key[1]))
+        answer = {"type": "settled", "id": ident, "action": frame["type"]}
+        if key not in self.held or share is None:
+            return answer | {"error": "not held by this consumer (unknown, already settled or lock expired)"}
+        code = share.acknowledge(self.consumer, [AcknowledgementBatch(key[2], key[2], (how,))], self.runtime.clock())
+        self.held.discard(key)
+        self.runtime.after_acknowledge(self.group, key[0], key[1])
+        self.wake.set()
+        if code != 0:
+            return answer | {"error": f"{code.name}: the acquisition lock expired, the message went back to the queue"}
+        return answer | {"error": None}
+
+    async def _produce(self, frame: dict[str, Any]) -> dict[str, Any]:
+        topic = frame.get("topic")
+        if not isinstance(topic, str):
+            raise unprocessable("produce needs a topic")
+        metadata = self.broker.logs.topic(topic)
+        if metadata is None:
+            raise topic_not_found(topic)
+        key = None if frame.get("key") is None else str(frame["key"]).encode()
+        value = None if frame.get("value") is None else str(frame["value"]).encode()
+        partition = frame.get("partition")
+        if partition is None:
+            partition = partition_for_key(key, metadata.partitions) if key is not None else 0
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise unprocessable(f"partition must be in [0, {metadata.partitions})")
+        now = int(time.time() * 1000)
+        (result,) = await append_records(self.broker, topic, partition, [SimpleRecord(key, value, timestamp=now)])
+        return {"type": "produced", "ref": frame.get("ref"), "topic": topic, **result}
+
+    def release_all(self) -> int:
+        released = self.runtime.release_member(self.group, self.consumer)
+        self.held.clear()
+        return released
+
+
+async def queue_socket(request: web.Request) -> web.StreamResponse:
+    from kbroker.share import share_runtime
+    from protocol.errors import KafkaProtocolError
+
+    broker: Broker = request.app[BROKER_KEY]
+    group = request.query.get("group", "")
+    topics = [t for t in request.query.get("topics", "").split(",") if t]
+    if not group or not topics:
+        raise RestError(400, 400, "give ?group=GROUP&topics=a,b")
+    for topic in topics:
+        if broker.logs.topic(topic) is None:
+            raise topic_not_found(topic)
+    try:
+        runtime = share_runtime(broker)
+    except KafkaProtocolError as error:
+        raise RestError(503, 50301, f"share coordinator not available: {error}") from error
+    consumer = request.query.get("consumer") or f"ws-{uuid.uuid4().hex}"
+    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=1024 * 1024)
+    await ws.prepare(request)
+    session = QueueSession(broker, runtime, ws, group, topics, consumer)
+    await ws.send_str(json.dumps({"type": "welcome", "consumer": consumer, "group": group, "topics": topics}))
+    log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics)
+    pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")
+    try:
+        async for message in ws:
+            if message.type != WSMsgType.TEXT:
+                if message.type == WSMsgType.BINARY:
+                    await ws.send_str(json.dumps({"type": "error", "message": "frames are JSON text"}))
+                continue
+            try:
+                frame = json.loads(message.data)
+                if not isinstance(frame, dict):
+                    raise unprocessable("a frame is a JSON object")
+                answer = await session.handle(frame)
+            except json.JSONDecodeError as error:
+                answer = {"type": "error", "message": f"malformed JSON: {error}"}
+            except RestError as error:
+                answer = {"type": "error", "error_code": error.code, "message": error.message}
+            if answer is not None:
+                await ws.send_str(json.dumps(answer))
+    finally:
+        pusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
+            await pusher
+        released = session.release_all()
+        log.info("queue_consumer_disconnected", group=group, consumer=consumer, released=released)
+    return ws
