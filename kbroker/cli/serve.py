@@ -143,6 +143,11 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args)
+        if config.get_list("kbroker.http.listeners"):
+            from kbroker.http.listeners import parse_http_listener
+
+            for item in config.get_list("kbroker.http.listeners"):
+                parse_http_listener(item)
     except ConfigError as exc:
         print(f"kbroker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

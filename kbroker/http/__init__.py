@@ -3,8 +3,10 @@
   request_stats.py  per-API request counts and latency (the pipeline's hook; pure)
   traffic.py        bytes and records appended per topic (the logs' on_append event)
   metrics.py        /metrics: a Prometheus collector reading the broker's state at scrape time
+  listeners.py      parsing http://HOST:PORT (no aiohttp: the CLI checks the setting before start)
   app.py            the application: error middleware, /health, /ready, /metrics, the REST routes
   rest/             REST Proxy v2 (topics, produce, consumer instances), on broker internals
+  queues.py         queue streaming over WebSocket on the share-group engine
 
 Off unless `kbroker.http.listeners` is set; the server imports this package only then, so aiohttp
 and prometheus_client cost nothing at start-up otherwise. The server calls
@@ -14,6 +16,19 @@ and prometheus_client cost nothing at start-up otherwise. The server calls
 
 from __future__ import annotations
 
-from kbroker.http.app import HttpGateway, start_http
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["HttpGateway", "start_http"]
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+    from kbroker.http.app import HttpGateway
+
+__all__ = ["start_http"]
+
+
+async def start_http(broker: Broker, connections: Any) -> HttpGateway:
+    """Start the HTTP listeners of `kbroker.http.listeners` (aiohttp is imported here, not before)."""
+    from kbroker.http.app import HttpGateway
+
+    gateway = HttpGateway(broker, connections)
+    await gateway.start(broker.config.get_list("kbroker.http.listeners"))
+    return gateway

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 import structlog
 from aiohttp import web
 
-from kbroker.config import ConfigError
+from kbroker.http.listeners import parse_http_listener
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
 from kbroker.http.queues import BROKER_KEY, queue_socket
 from kbroker.http.request_stats import RequestStats
@@ -23,15 +22,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kbroker.http")
 
 GATEWAY_KEY = web.AppKey("gateway", object)
-
-
-def parse_http_listener(text: str) -> tuple[str, int]:
-    """http://HOST:PORT (or HOST:PORT) -> (host, port)."""
-    item = text.strip()
-    parts = urlsplit(item if "://" in item else f"http://{item}")
-    if parts.scheme != "http" or parts.port is None or parts.path not in ("", "/"):
-        raise ConfigError(f"kbroker.http.listeners: expected http://HOST:PORT, got {item!r}")
-    return parts.hostname or "0.0.0.0", parts.port
 
 
 class HttpGateway:
@@ -140,9 +130,3 @@ async def _json_errors(request: web.Request, handler: Any) -> web.StreamResponse
     except Exception:  # noqa: BLE001 - one bad request never harms the broker
         log.exception("http_handler_failed", method=request.method, path=request.path)
         return error_response(500, 50001, "internal server error")
-
-
-async def start_http(broker: Broker, connections: Any) -> HttpGateway:
-    gateway = HttpGateway(broker, connections)
-    await gateway.start(broker.config.get_list("kbroker.http.listeners"))
-    return gateway

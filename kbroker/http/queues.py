@@ -79,6 +79,15 @@ class QueueSession:
 
     async def push(self) -> None:
         """Send messages while there is credit; wait for appends, releases or credit otherwise."""
+        try:
+            await self._push()
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception:  # a failure here ends this consumer, never the broker
+            log.exception("queue_push_failed", group=self.group, consumer=self.consumer)
+            await self.ws.close(code=1011, message=b"internal error")
+
+    async def _push(self) -> None:
         while not self.ws.closed:
             sent = await self._deliver() if self.credit > len(self.held) else 0
             if sent:
