@@ -54,12 +54,34 @@ def _text(data: bytes | None) -> tuple[Any, str | None]:
         return base64.b64encode(data).decode(), "base64"
 
 
+def pack_binary_frame(header: dict[str, Any], payload: bytes) -> bytes:
+    """A binary frame: 4-byte big-endian length of the JSON header, the header, then the raw value."""
+    encoded = json.dumps(header).encode()
+    return len(encoded).to_bytes(4, "big") + encoded + payload
+
+
+def unpack_binary_frame(data: bytes) -> tuple[dict[str, Any], bytes]:
+    if len(data) < 4:
+        raise unprocessable("a binary frame starts with the 4-byte length of its JSON header")
+    size = int.from_bytes(data[:4], "big")
+    if size > len(data) - 4:
+        raise unprocessable("the binary frame's JSON header is longer than the frame")
+    try:
+        header = json.loads(data[4 : 4 + size])
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise unprocessable(f"the binary frame's header is not JSON: {error}") from error
+    if not isinstance(header, dict):
+        raise unprocessable("the binary frame's header is a JSON object")
+    return header, bytes(data[4 + size :])
+
+
 class QueueSession:
     """One WebSocket consumer: its credit, the messages it holds, the pusher."""
 
     def __init__(self, broker: Broker, runtime: ShareRuntime, ws: web.WebSocketResponse, group: str,
-                 topics: list[str], consumer: str) -> None:  # fmt: skip
+                 topics: list[str], consumer: str, binary: bool = False) -> None:  # fmt: skip
         self.broker = broker
+        self.binary = binary  # values that are not UTF-8 go as binary frames (header + raw bytes)
         self.runtime = runtime
         self.ws = ws
         self.group = group
@@ -137,6 +159,7 @@ class QueueSession:
     async def _send_message(self, topic: str, index: int, record: Any, delivery_count: int) -> None:
         key, key_encoding = _text(record.key)
         value, value_encoding = _text(record.value)
+        raw = self.binary and value_encoding is not None
         message: dict[str, Any] = {
             "type": "message",
             "id": f"{topic}/{index}/{record.offset}",
@@ -151,10 +174,14 @@ class QueueSession:
         }
         if key_encoding:
             message["key_encoding"] = key_encoding
-        if value_encoding:
+        if value_encoding and not raw:
             message["value_encoding"] = value_encoding
         self.held.add((topic, index, record.offset))
-        await self.ws.send_str(json.dumps(message))
+        if raw:
+            del message["value"]
+            await self.ws.send_bytes(pack_binary_frame(message, record.value or b""))
+        else:
+            await self.ws.send_str(json.dumps(message))
 
     # -- client frames ------------------------------------------------------------------
     async def handle(self, frame: dict[str, Any]) -> dict[str, Any] | None:
@@ -191,7 +218,7 @@ class QueueSession:
             return answer | {"error": f"{code.name}: the acquisition lock expired, the message went back to the queue"}
         return answer | {"error": None}
 
-    async def _produce(self, frame: dict[str, Any]) -> dict[str, Any]:
+    async def _produce(self, frame: dict[str, Any], raw_value: bytes | None = None) -> dict[str, Any]:
         topic = frame.get("topic")
         if not isinstance(topic, str):
             raise unprocessable("produce needs a topic")
@@ -199,7 +226,9 @@ class QueueSession:
         if metadata is None:
             raise topic_not_found(topic)
         key = None if frame.get("key") is None else str(frame["key"]).encode()
-        value = None if frame.get("value") is None else str(frame["value"]).encode()
+        value = (
+            raw_value if raw_value is not None else None if frame.get("value") is None else str(frame["value"]).encode()
+        )
         partition = frame.get("partition")
         if partition is None:
             partition = partition_for_key(key, metadata.partitions) if key is not None else 0
@@ -208,6 +237,13 @@ class QueueSession:
         now = int(time.time() * 1000)
         (result,) = await append_records(self.broker, topic, partition, [SimpleRecord(key, value, timestamp=now)])
         return {"type": "produced", "ref": frame.get("ref"), "topic": topic, **result}
+
+    async def handle_binary(self, data: bytes) -> dict[str, Any] | None:
+        """A binary frame: a produce whose value is the bytes after the JSON header."""
+        header, value = unpack_binary_frame(data)
+        if header.get("type") != "produce":
+            raise unprocessable("a binary frame carries a produce (its value after the JSON header)")
+        return await self._produce(header, value)
 
     def release_all(self) -> int:
         released = self.runtime.release_member(self.group, self.consumer)
@@ -234,21 +270,23 @@ async def queue_socket(request: web.Request) -> web.StreamResponse:
     consumer = request.query.get("consumer") or f"ws-{uuid.uuid4().hex}"
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=1024 * 1024)
     await ws.prepare(request)
-    session = QueueSession(broker, runtime, ws, group, topics, consumer)
+    binary = request.query.get("binary", "").lower() in ("1", "true")
+    session = QueueSession(broker, runtime, ws, group, topics, consumer, binary)
     await ws.send_str(json.dumps({"type": "welcome", "consumer": consumer, "group": group, "topics": topics}))
     log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics)
     pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")
     try:
         async for message in ws:
-            if message.type != WSMsgType.TEXT:
-                if message.type == WSMsgType.BINARY:
-                    await ws.send_str(json.dumps({"type": "error", "message": "frames are JSON text"}))
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
             try:
-                frame = json.loads(message.data)
-                if not isinstance(frame, dict):
-                    raise unprocessable("a frame is a JSON object")
-                answer = await session.handle(frame)
+                if message.type == WSMsgType.BINARY:
+                    answer = await session.handle_binary(message.data)
+                else:
+                    frame = json.loads(message.data)
+                    if not isinstance(frame, dict):
+                        raise unprocessable("a frame is a JSON object")
+                    answer = await session.handle(frame)
             except json.JSONDecodeError as error:
                 answer = {"type": "error", "message": f"malformed JSON: {error}"}
             except RestError as error:

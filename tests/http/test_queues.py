@@ -155,3 +155,46 @@ def test_bad_requests(http_broker: HttpBroker) -> None:
                 assert response.status == 404 and (await response.json())["error_code"] == 40401
 
     asyncio.run(run())
+
+
+def test_binary_frames_for_binary_payloads(http_broker: HttpBroker) -> None:
+    topic, group = new_topic(http_broker), unique_topic("group")
+    payload = bytes(range(256))
+
+    def frame(header: dict[str, Any], value: bytes) -> bytes:
+        encoded = json.dumps(header).encode()
+        return len(encoded).to_bytes(4, "big") + encoded + value
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as session:
+            ws = await session.ws_connect(f"{http_broker.url}/v1/queues/ws?group={group}&topics={topic}&binary=1")
+            assert json.loads((await ws.receive()).data)["type"] == "welcome"
+            await ws.send_str(json.dumps({"type": "credit", "n": 10}))
+            await asyncio.sleep(0.5)
+            await ws.send_bytes(frame({"type": "produce", "ref": "b", "topic": topic, "partition": 0}, payload))
+            await ws.send_str(
+                json.dumps({"type": "produce", "ref": "t", "topic": topic, "partition": 0, "value": "hi"})
+            )
+            binary = text = None
+            answers = []
+            while binary is None or text is None or len(answers) < 2:
+                message = await ws.receive(timeout=5)
+                if message.type == aiohttp.WSMsgType.BINARY:
+                    size = int.from_bytes(message.data[:4], "big")
+                    binary = (json.loads(message.data[4 : 4 + size]), message.data[4 + size :])
+                else:
+                    data = json.loads(message.data)
+                    if data["type"] == "message":
+                        text = data
+                    else:
+                        answers.append(data)
+            assert {a["ref"] for a in answers} == {"b", "t"} and all(a["error_code"] is None for a in answers)
+            header, value = binary
+            assert value == payload and "value" not in header and header["offset"] == 0
+            assert text["value"] == "hi" and text["offset"] == 1  # UTF-8 values stay in text frames
+            await ws.send_bytes(b"\x00\x00\x00\x09not json!")
+            error = json.loads((await ws.receive(timeout=5)).data)
+            assert error["type"] == "error" and error["error_code"] == 422
+            await ws.close()
+
+    asyncio.run(run())

@@ -307,3 +307,28 @@ def test_curl(http_broker: HttpBroker) -> None:
     assert produced["offsets"][0]["offset"] == 0 and produced["offsets"][0]["error_code"] is None
     listed = subprocess.run(["curl", "-sS", f"{http_broker.url}/topics"], capture_output=True, text=True, check=True)
     assert topic in json.loads(listed.stdout)
+
+
+def test_json_consumer_stops_at_a_record_that_is_not_json(http_broker: HttpBroker) -> None:
+    topic, group = new_topic(http_broker), unique_topic("group")
+    url = http_broker.url
+    partition = f"{url}/topics/{topic}/partitions/0"
+    assert http_json("POST", partition, {"records": [{"value": {"n": 1}}]}, JSON)[0] == 200
+    assert http_json("POST", partition, {"records": [{"value": b64(b"\xffnot json")}]}, BINARY)[0] == 200
+    assert http_json("POST", partition, {"records": [{"value": {"n": 3}}]}, JSON)[0] == 200
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as s:
+            body = {"format": "json", "auto.offset.reset": "earliest"}
+            base = (await call(s, "POST", f"{url}/consumers/{group}", body))[1]["base_uri"]
+            await call(s, "POST", f"{base}/assignments", {"partitions": [{"topic": topic, "partition": 0}]})
+            status, records = await call(s, "GET", f"{base}/records", headers={"Accept": JSON})
+            assert status == 200 and [r["value"] for r in records] == [{"n": 1}]  # what came before it
+            status, error = await call(s, "GET", f"{base}/records", headers={"Accept": JSON})
+            assert status == 422 and "offset" not in error and f"{topic}-0@1" in error["message"]
+            await call(s, "POST", f"{base}/positions", {"offsets": [{"topic": topic, "partition": 0, "offset": 2}]})
+            status, records = await call(s, "GET", f"{base}/records", headers={"Accept": JSON})
+            assert [r["value"] for r in records] == [{"n": 3}]
+            await call(s, "DELETE", base)
+
+    asyncio.run(run())
