@@ -10,7 +10,7 @@ from aiohttp import web
 
 from kbroker.http.listeners import parse_http_listener
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
-from kbroker.http.queues import BROKER_KEY, queue_socket
+from kbroker.http.queues import BROKER_KEY, CONSUMERS_KEY, queue_socket
 from kbroker.http.request_stats import RequestStats
 from kbroker.http.rest import add_rest_routes
 from kbroker.http.rest.errors import RestError, error_response
@@ -45,6 +45,7 @@ class HttpGateway:
         )
         app[GATEWAY_KEY] = self
         app[BROKER_KEY] = self.broker
+        app[CONSUMERS_KEY] = set()
         app.router.add_get("/health", self.health)
         app.router.add_get("/ready", self.readiness)
         app.router.add_get("/metrics", self.metrics)

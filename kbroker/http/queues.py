@@ -39,6 +39,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kbroker.http.queues")
 
 BROKER_KEY: web.AppKey[Any] = web.AppKey("broker")
+CONSUMERS_KEY: web.AppKey[set[tuple[str, str]]] = web.AppKey("queue_consumers")  # (group, consumer id) connected
 MAX_CREDIT = 10_000
 READ_BYTES = 1024 * 1024
 _ACKS = {"ack": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
@@ -268,6 +269,19 @@ async def queue_socket(request: web.Request) -> web.StreamResponse:
     except KafkaProtocolError as error:
         raise RestError(503, 50301, f"share coordinator not available: {error}") from error
     consumer = request.query.get("consumer") or f"ws-{uuid.uuid4().hex}"
+    connected: set[tuple[str, str]] = request.app[CONSUMERS_KEY]
+    if (group, consumer) in connected:
+        raise RestError(409, 40901, f"consumer {consumer} of group {group} is connected on another socket")
+    connected.add((group, consumer))
+    try:
+        return await _serve_socket(request, broker, runtime, group, topics, consumer)
+    finally:
+        connected.discard((group, consumer))
+
+
+async def _serve_socket(
+    request: web.Request, broker: Broker, runtime: ShareRuntime, group: str, topics: list[str], consumer: str
+) -> web.StreamResponse:
     ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=1024 * 1024)
     await ws.prepare(request)
     binary = request.query.get("binary", "").lower() in ("1", "true")

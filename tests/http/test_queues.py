@@ -12,6 +12,7 @@ import pytest
 
 from tests.broker.conftest import create_topic, unique_topic
 from tests.http.conftest import HttpBroker
+from tests.http.test_metrics import scrape
 from tests.process import RawClient
 
 
@@ -142,6 +143,16 @@ def test_credit_and_redelivery_after_disconnect(http_broker: HttpBroker) -> None
             await second.send({"type": "credit", "n": "many"})
             answer = await second.next()
             assert answer is not None and answer["type"] == "error" and answer["error_code"] == 422
+            # 10 produced, 1 acknowledged: 9 still to settle in the group's share partitions
+            samples = scrape(http_broker)
+            backlog = sum(v for (name, labels), v in samples.items()
+                          if name == "kbroker_share_group_backlog" and ("group", group) in labels)  # fmt: skip
+            assert backlog == 9
+            for _ in range(2):  # a second consumer id cannot be taken while in use
+                async with session.get(
+                    f"{http_broker.url}/v1/queues/ws?group={group}&topics={topic}&consumer={second_id}"
+                ) as r:
+                    assert r.status == 409 and (await r.json())["error_code"] == 40901
 
     asyncio.run(run())
 
