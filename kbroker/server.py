@@ -21,6 +21,7 @@ from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
 from kbroker.share import start_share_coordinator
@@ -59,6 +60,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         reuse_address=True,
         start_serving=False,
     )
+    http_sockets = bind_http_listeners(config.get_list("kbroker.http.listeners"))
     bound_port = server.sockets[0].getsockname()[1]
     if config.listen.port == 0:
         config = config.with_listen_port(bound_port)
@@ -90,10 +92,10 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
     )
     http = None
-    if config.get_list("kbroker.http.listeners"):  # aiohttp loads only when an HTTP listener is configured
+    if http_sockets:  # aiohttp loads only when an HTTP listener is configured
         from kbroker.http import start_http
 
-        http = await start_http(broker, registry)
+        http = await start_http(broker, registry, http_sockets)
         runtime.observe = http.requests.observe
     await server.start_serving()
     stop = asyncio.Event()

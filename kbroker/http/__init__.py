@@ -10,12 +10,14 @@
 
 Off unless `kbroker.http.listeners` is set; the server imports this package only then, so aiohttp
 and prometheus_client cost nothing at start-up otherwise. The server calls
-`await start_http(broker, connections)` once the logs are loaded and the coordinators run, sets
+`bind_http_listeners` (kbroker/http/listeners.py) before touching the data directory and
+`await start_http(broker, connections, sockets)` once the logs are loaded and the coordinators run, sets
 `gateway.ready` once the Kafka listener serves, and `await gateway.stop()` when stopping.
 """
 
 from __future__ import annotations
 
+import socket
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -25,10 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["start_http"]
 
 
-async def start_http(broker: Broker, connections: Any) -> HttpGateway:
-    """Start the HTTP listeners of `kbroker.http.listeners` (aiohttp is imported here, not before)."""
+async def start_http(broker: Broker, connections: Any, sockets: list[socket.socket]) -> HttpGateway:
+    """Serve HTTP on `sockets` (bound early by listeners.bind_http_listeners); aiohttp is imported here."""
     from kbroker.http.app import HttpGateway
 
     gateway = HttpGateway(broker, connections)
-    await gateway.start(broker.config.get_list("kbroker.http.listeners"))
+    await gateway.start(sockets)
     return gateway

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
+import socket
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import web
 
-from kbroker.http.listeners import parse_http_listener
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
 from kbroker.http.queues import BROKER_KEY, CONSUMERS_KEY, queue_socket
 from kbroker.http.request_stats import RequestStats
@@ -53,18 +53,14 @@ class HttpGateway:
         app.router.add_get("/v1/queues/ws", queue_socket)
         return app
 
-    async def start(self, listeners: tuple[str, ...]) -> None:
-        endpoints = [parse_http_listener(item) for item in listeners]
+    async def start(self, sockets: list[socket.socket]) -> None:
         self.consumers.start()
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
-        for host, port in endpoints:
-            site = web.TCPSite(self._runner, host, port, reuse_address=True)
-            await site.start()
-            server = site._server
-            sockets = getattr(server, "sockets", None) or []
-            bound = sockets[0].getsockname()[1] if sockets else port
-            self.addresses.append(f"http://{host}:{bound}")
+        for sock in sockets:
+            await web.SockSite(self._runner, sock).start()
+            host, port = sock.getsockname()[:2]
+            self.addresses.append(f"http://{host}:{port}")
         log.info("http_listening", listeners=self.addresses)
 
     async def stop(self) -> None:

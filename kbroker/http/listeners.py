@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from urllib.parse import urlsplit
 
 from kbroker.config import ConfigError
@@ -18,3 +19,18 @@ def parse_http_listener(text: str) -> tuple[str, int]:
     if parts.scheme != "http" or port is None or parts.path not in ("", "/"):
         raise ConfigError(f"kbroker.http.listeners: expected http://HOST:PORT, got {item!r}")
     return parts.hostname or "0.0.0.0", port
+
+
+def bind_http_listeners(listeners: tuple[str, ...]) -> list[socket.socket]:
+    """Bind every HTTP listener now (before the data directory is touched: a port in use fails the start
+    first); the gateway serves on these sockets once the broker is ready. OSError if one cannot bind."""
+    bound: list[socket.socket] = []
+    try:
+        for item in listeners:
+            host, port = parse_http_listener(item)
+            bound.append(socket.create_server((host, port), reuse_port=False))
+    except OSError:
+        for sock in bound:
+            sock.close()
+        raise
+    return bound

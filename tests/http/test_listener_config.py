@@ -30,3 +30,17 @@ def test_bad_listener_exits_2_and_writes_nothing(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "kbroker.http.listeners" in result.stderr and "Traceback" not in result.stderr
     assert not data.exists()
+
+
+def test_http_port_in_use_fails_the_start_before_anything_is_written(tmp_path: Path) -> None:
+    import socket
+
+    data = tmp_path / "data"
+    with socket.create_server(("127.0.0.1", 0)) as busy:
+        port = busy.getsockname()[1]
+        cmd = [sys.executable, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{free_port()}", "--data-dir",
+               str(data), "--http-listen", f"127.0.0.1:{port}"]  # fmt: skip
+        result = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert result.returncode == 1
+    assert "broker_failed" in result.stderr and "Traceback" not in result.stderr
+    assert not data.exists()

@@ -54,13 +54,13 @@ def test_hook_is_cheap() -> None:
 
 def test_broker_without_http_listener_does_not_import_aiohttp() -> None:
     """Start-up cost: the server module (and everything it imports) leaves aiohttp and prometheus_client
-    unloaded; only a configured kbroker.http.listeners imports kbroker.http."""
+    unloaded; only a configured kbroker.http.listeners imports the gateway's application."""
     import subprocess
     import sys
 
     code = (
         "import sys, kbroker.server, kbroker.cli; "
-        "print(sorted(m for m in ('aiohttp', 'prometheus_client', 'kbroker.http') if m in sys.modules))"
+        "print(sorted(m for m in ('aiohttp', 'prometheus_client', 'kbroker.http.app') if m in sys.modules))"
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
