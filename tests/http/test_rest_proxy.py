@@ -332,3 +332,25 @@ def test_json_consumer_stops_at_a_record_that_is_not_json(http_broker: HttpBroke
             await call(s, "DELETE", base)
 
     asyncio.run(run())
+
+
+def test_records_max_bytes(http_broker: HttpBroker) -> None:
+    topic, group = new_topic(http_broker), unique_topic("group")
+    url = http_broker.url
+    records = [{"value": b64(bytes([i]) * 100)} for i in range(10)]
+    assert http_json("POST", f"{url}/topics/{topic}/partitions/0", {"records": records}, BINARY)[0] == 200
+    base = http_json("POST", f"{url}/consumers/{group}", {"auto.offset.reset": "earliest"})[1]["base_uri"]
+    http_json("POST", f"{base}/assignments", {"partitions": [{"topic": topic, "partition": 0}]})
+    offsets: list[int] = []
+    sizes = []
+    while len(offsets) < 10:
+        status, got = http_json("GET", f"{base}/records?max_bytes=250&timeout=0")
+        assert status == 200 and got
+        sizes.append(len(got))
+        offsets += [r["offset"] for r in got]
+    assert offsets == list(range(10)) and max(sizes) == 2  # 2 x 100 bytes fit in 250, a third does not
+    status, got = http_json("GET", f"{base}/records?max_bytes=10&timeout=0")
+    assert got == []
+    http_json("POST", f"{base}/positions/beginning", {"partitions": [{"topic": topic, "partition": 0}]})
+    assert len(http_json("GET", f"{base}/records?max_bytes=1&timeout=0")[1]) == 1  # the first always goes
+    http_json("DELETE", base)

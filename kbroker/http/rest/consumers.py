@@ -219,6 +219,9 @@ class Consumers:
                 for record in batch.records():
                     if record.offset < position or record.offset >= partition.high_watermark:
                         continue
+                    size = len(record.value or b"") + len(record.key or b"")
+                    if out and size > budget:  # max_bytes reached (the first record always goes)
+                        return out
                     try:
                         key = decode_embedded(instance.format, record.key)
                         value = decode_embedded(instance.format, record.value)
@@ -232,7 +235,7 @@ class Consumers:
                         {"topic": tp[0], "key": key, "value": value, "partition": tp[1], "offset": record.offset}
                     )
                     instance.positions[tp] = record.offset + 1
-                    budget -= len(record.value or b"") + len(record.key or b"")
+                    budget -= size
             if budget <= 0:
                 break
         return out
