@@ -301,7 +301,7 @@ async def _serve_socket(
                     if not isinstance(frame, dict):
                         raise unprocessable("a frame is a JSON object")
                     answer = await session.handle(frame)
-            except json.JSONDecodeError as error:
+            except (json.JSONDecodeError, RecursionError) as error:
                 answer = {"type": "error", "message": f"malformed JSON: {error}"}
             except RestError as error:
                 answer = {"type": "error", "error_code": error.code, "message": error.message}

@@ -282,6 +282,8 @@ def test_bad_input_gets_a_json_4xx(http_broker: HttpBroker) -> None:
         (json.dumps({"records": [{"value": 1, "partition": 9}]}).encode(), JSON, 404, 40402),
         (json.dumps([1, 2]).encode(), JSON, 422, 422),
         (b"[" * 70000, JSON, 413, 413),
+        (b"[" * 60000 + b"]" * 60000, JSON, 413, 413),
+        (b"[" * 30000 + b"]" * 30000, JSON, 400, 400),  # nested deeper than the parser goes
     ]
     for data, content_type, status, code in cases:
         got_status, body = http_json("POST", url, data, content_type)

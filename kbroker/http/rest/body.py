@@ -47,6 +47,8 @@ async def read_json(request: web.Request, *, plain: bool = True, optional: bool 
         return json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise RestError(400, 400, f"malformed JSON: {error}") from error
+    except RecursionError:
+        raise RestError(400, 400, "malformed JSON: nested too deeply") from None
 
 
 def require_object(value: Any, what: str = "request body") -> dict[str, Any]:

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kbroker.http.consumers")
 
 DEFAULT_TIMEOUT_MS = 1000
+MAX_INSTANCES = 10_000  # consumer instances of the gateway at once (each holds positions in memory)
 MAX_TIMEOUT_MS = 30000
 _ACCEPT = {"application/vnd.kafka.binary.v2+json": BINARY, "application/vnd.kafka.json.v2+json": JSON}
 
@@ -88,6 +89,8 @@ class Consumers:
             )  # fmt: skip
         if auto_commit not in ("true", "false"):
             raise RestError(422, INVALID_CONSUMER_CONFIG, "auto.commit.enable must be true or false")
+        if len(self.instances.instances) >= MAX_INSTANCES:
+            raise RestError(429, 42901, f"too many consumer instances ({MAX_INSTANCES}): delete idle ones")
         instance = ConsumerInstance(group, name, fmt, reset, auto_commit == "true", last_used=time.monotonic())
         if not self.instances.add(instance):
             raise RestError(
