@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
+from kbroker.http.explain import Explain
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
 from kbroker.http.queues import BROKER_KEY, CONSUMERS_KEY, queue_socket
 from kbroker.http.request_stats import RequestStats
@@ -51,6 +52,9 @@ class HttpGateway:
         app.router.add_get("/metrics", self.metrics)
         self.consumers = add_rest_routes(app, self.broker)
         app.router.add_get("/v1/queues/ws", queue_socket)
+        explain = Explain(self.broker)
+        app.router.add_get("/v1/explain/groups", explain.groups)
+        app.router.add_get("/v1/explain/transactions", explain.transactions)
         return app
 
     async def start(self, sockets: list[socket.socket]) -> None:
