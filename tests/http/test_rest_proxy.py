@@ -78,6 +78,7 @@ def test_topics(http_broker: HttpBroker) -> None:
     topic = new_topic(http_broker)
     url = http_broker.url
     assert topic in http_json("GET", f"{url}/topics")[1]
+    assert http_json("GET", f"{url}/brokers") == (200, {"brokers": [1]})
     status, body = http_json("GET", f"{url}/topics/{topic}")
     assert status == 200 and body["name"] == topic
     assert body["configs"]["cleanup.policy"] == "delete"

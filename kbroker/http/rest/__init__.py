@@ -26,6 +26,7 @@ def add_rest_routes(app: web.Application, broker: Broker) -> Consumers:
     topics = Topics(broker)
     produce = Produce(broker, topics)
     router = app.router
+    router.add_get("/brokers", topics.brokers)
     router.add_get("/topics", topics.list)
     router.add_get("/topics/{topic}", topics.get)
     router.add_post("/topics/{topic}", produce.to_topic)

@@ -40,6 +40,9 @@ class Topics:
         node = self.broker.node_id
         return {"partition": index, "leader": node, "replicas": [{"broker": node, "leader": True, "in_sync": True}]}
 
+    async def brokers(self, request: web.Request) -> web.Response:
+        return answer({"brokers": [self.broker.node_id]})
+
     async def list(self, request: web.Request) -> web.Response:
         return answer(sorted(self.broker.logs.topics()))
 
