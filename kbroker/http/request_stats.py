@@ -1,11 +1,10 @@
 """Requests and their latency per API, counted in the request path (pure, no imports of aiohttp or
 prometheus_client): the pipeline calls `observe(api_key, seconds)` once per answered request.
 
-The cost per request is a dict lookup, a bisect over the bucket bounds and three additions, plus
-two perf_counter() calls in the pipeline: about 1.5 µs in all on a loaded 2-core machine
-(tests/http/test_request_stats.py measures it), against 50-100 µs for the smallest request; when
-no HTTP listener is configured the pipeline's hook is one `is not None` test. Prometheus renders the totals at
-scrape time (kbroker/http/metrics.py), so no metric object is touched per request.
+The cost per request, measured through a RequestPipeline answering ApiVersions (the cheapest request:
+9.5-10.1 µs without the hook), is 0.1-0.7 µs: two perf_counter() calls, a dict lookup, a bisect and
+three additions (tests/http/test_request_stats.py). With no HTTP listener the pipeline's hook is one
+`is not None` test.
 """
 
 from __future__ import annotations

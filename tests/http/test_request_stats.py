@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from kbroker.http.request_stats import BUCKETS, RequestStats
 
@@ -64,3 +65,38 @@ def test_broker_without_http_listener_does_not_import_aiohttp() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_pipeline_cost_of_the_hook() -> None:
+    """The hook in the real request path: ApiVersions requests through a RequestPipeline (no sockets),
+    with and without the metrics hook. Measured here: 9.5-10.1 µs per request without it, 9.9-10.4 µs
+    with it (0.1-0.7 µs, the cheapest request there is); the bound only catches a hook grown expensive."""
+    from kbroker.memory import MemoryPool
+    from kbroker.pipeline import RequestPipeline
+    from tests.broker.test_pipeline import VERSIONS_ANSWER, Owner, context, handler
+    from tests.process import RawClient
+
+    frame = RawClient.__new__(RawClient)
+    frame.client_id, frame.correlation_id = "bench", 0
+    data = frame.request_bytes(18, 3, {"client_software_name": "b", "client_software_version": "1"}) * 200
+
+    def per_request(observe: Any) -> float:
+        handlers = {18: handler(18, lambda ctx, body: VERSIONS_ANSWER)}
+        best = float("inf")
+        for _ in range(5):
+            owner = Owner()
+            pipe = RequestPipeline(handlers, context, owner, max_frame_size=10**6, memory=MemoryPool(-1),
+                                   observe=observe)  # fmt: skip
+            started = time.perf_counter()
+            for _ in range(10):
+                pipe.feed(data)
+            best = min(best, (time.perf_counter() - started) / 2000)
+            assert len(owner.written) == 2000
+        return best
+
+    without = per_request(None)
+    stats = RequestStats()
+    with_hook = per_request(stats.observe)
+    assert stats.apis[18].count == 10_000
+    print(f"per request: {without * 1e6:.1f} µs without the hook, {with_hook * 1e6:.1f} µs with it")
+    assert with_hook - without < 10e-6
