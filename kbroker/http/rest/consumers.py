@@ -306,7 +306,7 @@ class Consumers:
         except KafkaProtocolError as error:
             raise RestError(500, 50003, f"group coordinator not available: {error}") from error
 
-    # -- helpers ------------------------------------------------------------------------
+    # -- request bodies -----------------------------------------------------------------
     def _topic_counts(self) -> dict[str, int]:
         return {name: metadata.partitions for name, metadata in self.broker.logs.topics().items()}
 
