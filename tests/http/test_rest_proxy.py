@@ -357,3 +357,31 @@ def test_records_max_bytes(http_broker: HttpBroker) -> None:
     http_json("POST", f"{base}/positions/beginning", {"partitions": [{"topic": topic, "partition": 0}]})
     assert len(http_json("GET", f"{base}/records?max_bytes=1&timeout=0")[1]) == 1  # the first always goes
     http_json("DELETE", base)
+
+
+def test_group_with_kafka_members_reads_but_cannot_commit(http_broker: HttpBroker) -> None:
+    topic, group = new_topic(http_broker), unique_topic("group")
+    url = http_broker.url
+    assert (
+        http_json("POST", f"{url}/topics/{topic}/partitions/0", {"records": [{"value": 1}, {"value": 2}]}, JSON)[0]
+        == 200
+    )
+    member = Consumer({"bootstrap.servers": http_broker.bootstrap, "group.id": group, "session.timeout.ms": 6000})
+    try:
+        member.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not member.assignment() and time.monotonic() < deadline:
+            member.poll(0.2)
+        assert member.assignment()
+        body = {"format": "json", "auto.offset.reset": "earliest"}
+        base = http_json("POST", f"{url}/consumers/{group}", body)[1]["base_uri"]
+        http_json("POST", f"{base}/assignments", {"partitions": [{"topic": topic, "partition": 0}]})
+        status, records = http_json("GET", f"{base}/records?timeout=0")
+        assert status == 200 and [r["value"] for r in records] == [1, 2]  # auto commit failed, records answered
+        status, error = http_json(
+            "POST", f"{base}/offsets", {"offsets": [{"topic": topic, "partition": 0, "offset": 2}]}
+        )
+        assert status == 500 and error["error_code"] == 50002 and "UNKNOWN_MEMBER_ID" in error["message"]
+        http_json("DELETE", base)
+    finally:
+        member.close()

@@ -193,9 +193,12 @@ class Consumers:
             await self.broker.fetch_waiters.wait(assigned, 1, timeout_ms)
             records = self._read(instance, self.instances.assignment(instance, self._topic_counts()), max_bytes)
         if instance.auto_commit and records:
-            await self._commit(
-                instance.group, {tp: instance.positions[tp] for tp in assigned if tp in instance.positions}
-            )
+            positions = {tp: instance.positions[tp] for tp in assigned if tp in instance.positions}
+            try:
+                await self._commit(instance.group, positions)
+            except RestError as error:  # the records are answered all the same; the next read commits again
+                log.warning("rest_auto_commit_failed", group=instance.group, instance=instance.instance_id,
+                            error=error.message)  # fmt: skip
         return web.json_response(records, content_type=f"application/vnd.kafka.{instance.format}.v2+json")
 
     def _read(self, instance: ConsumerInstance, assigned: list[TopicPartition], max_bytes: int) -> list[Any]:
