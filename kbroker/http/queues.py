@@ -135,7 +135,10 @@ class QueueSession:
             partition_log = self.broker.logs.get_log(topic, index)
             if share is None or partition_log is None:
                 continue
-            ranges, data = acquire_from_log(share, partition_log, self.consumer, now, room, READ_BYTES)
+            # record-limit mode: exactly `room` records, so the credit is never exceeded
+            ranges, data = acquire_from_log(
+                share, partition_log, self.consumer, now, room, READ_BYTES, whole_batches=False
+            )
             if not ranges:
                 continue
             self.runtime.notify_lock_added()
