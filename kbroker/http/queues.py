@@ -27,6 +27,7 @@ from aiohttp import WSMsgType, web
 from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
 from kbroker.http.rest.partitioner import partition_for_key
 from kbroker.http.rest.produce import append_records
+from kbroker.log import KafkaStorageError
 from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType
 from kbroker.share.reader import acquire_from_log
 from protocol.record_builder import SimpleRecord
@@ -198,12 +199,12 @@ class QueueSession:
             self.wake.set()
             return None
         if kind in _ACKS:
-            return self._settle(frame, _ACKS[str(kind)])
+            return await self._settle(frame, _ACKS[str(kind)])
         if kind == "produce":
             return await self._produce(frame)
         raise unprocessable(f"unknown frame type {kind!r}: credit, ack, release, reject or produce")
 
-    def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
+    async def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
         ident = frame.get("id")
         parts = str(ident).rsplit("/", 2)
         try:
@@ -220,6 +221,10 @@ class QueueSession:
         self.wake.set()
         if code != 0:
             return answer | {"error": f"{code.name}: the acquisition lock expired, the message went back to the queue"}
+        try:  # the settlement is durable (__share_group_state) before it is answered
+            await self.runtime.persist(self.group)
+        except KafkaStorageError as error:
+            return answer | {"error": f"not made durable: {error}"}
         return answer | {"error": None}
 
     async def _produce(self, frame: dict[str, Any], raw_value: bytes | None = None) -> dict[str, Any]:

@@ -96,3 +96,59 @@ def test_killed_consumer_messages_go_to_the_others(http_broker: HttpBroker) -> N
     finally:
         if holder.poll() is None:
             holder.kill()
+
+
+def test_broker_kill_keeps_acknowledged_state(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """kill -9 of the broker: acknowledged messages never come back, unacknowledged ones do."""
+    data = tmp_path_factory.mktemp("kill9") / "data"
+    broker = HttpBroker(data).start()
+    topic, group = unique_topic("queue"), unique_topic("group")
+    with RawClient(broker.bootstrap) as client:
+        create_topic(client, topic)
+
+    def url(b: HttpBroker) -> str:
+        return f"ws://127.0.0.1:{b.http_port}/v1/queues/ws?group={group}&topics={topic}"
+
+    async def first_session() -> set[str]:
+        async with connect(url(broker)) as ws:
+            assert json.loads(await ws.recv())["type"] == "welcome"
+            await ws.send(json.dumps({"type": "credit", "n": 100}))
+            await asyncio.sleep(0.5)
+            records = {"records": [{"value": {"n": i}} for i in range(10)]}
+            assert (
+                http_json("POST", f"{broker.url}/topics/{topic}", records, "application/vnd.kafka.json.v2+json")[0]
+                == 200
+            )
+            ids = []
+            while len(ids) < 10:
+                frame = json.loads(await ws.recv())
+                if frame["type"] == "message":
+                    ids.append(frame["id"])
+            for ident in ids[:6]:
+                await ws.send(json.dumps({"type": "ack", "id": ident}))
+                assert json.loads(await ws.recv()) == {"type": "settled", "id": ident, "action": "ack", "error": None}
+            broker.kill()  # SIGKILL with 4 messages held
+            return set(ids[6:])
+
+    unacked = asyncio.run(first_session())
+    restarted = HttpBroker(data)
+    restarted.start()
+    try:
+
+        async def second_session() -> list[dict[str, object]]:
+            async with connect(url(restarted)) as ws:
+                assert json.loads(await ws.recv())["type"] == "welcome"
+                await ws.send(json.dumps({"type": "credit", "n": 100}))
+                got = []
+                while True:
+                    try:
+                        frame = json.loads(await asyncio.wait_for(ws.recv(), 3))
+                    except TimeoutError:
+                        return got
+                    if frame["type"] == "message":
+                        got.append(frame)
+
+        redelivered = asyncio.run(second_session())
+        assert {m["id"] for m in redelivered} == unacked
+    finally:
+        restarted.stop()
