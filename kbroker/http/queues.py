@@ -205,27 +205,42 @@ class QueueSession:
         raise unprocessable(f"unknown frame type {kind!r}: credit, ack, release, reject or produce")
 
     async def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
-        ident = frame.get("id")
-        parts = str(ident).rsplit("/", 2)
+        """Settle `id`, or every id of `ids` (one durable write for all): a `settled` answer."""
+        many = "ids" in frame
+        idents = frame.get("ids") if many else [frame.get("id")]
+        if not isinstance(idents, list) or not idents or len(idents) > MAX_CREDIT:
+            raise unprocessable(f"ids must be a non-empty list of at most {MAX_CREDIT} message ids")
+        errors: dict[str, str] = {}
+        for ident in idents:
+            error = self._settle_one(str(ident), how)
+            if error is not None:
+                errors[str(ident)] = error
+        if len(errors) < len(idents):
+            try:  # the settlements are durable (__share_group_state) before they are answered
+                await self.runtime.persist(self.group)
+            except KafkaStorageError as failure:
+                errors.update({str(i): f"not made durable: {failure}" for i in idents if str(i) not in errors})
+        self.wake.set()
+        if many:
+            return {"type": "settled", "ids": idents, "action": frame["type"], "errors": errors}
+        ident = str(idents[0])
+        return {"type": "settled", "id": idents[0], "action": frame["type"], "error": errors.get(ident)}
+
+    def _settle_one(self, ident: str, how: AcknowledgeType) -> str | None:
+        parts = ident.rsplit("/", 2)
         try:
             key = (parts[0], int(parts[1]), int(parts[2]))
         except (IndexError, ValueError):
-            raise unprocessable(f"bad message id {ident!r}") from None
+            return f"bad message id {ident!r}"
         share = self.runtime.partitions.get((self.group, key[0], key[1]))
-        answer = {"type": "settled", "id": ident, "action": frame["type"]}
         if key not in self.held or share is None:
-            return answer | {"error": "not held by this consumer (unknown, already settled or lock expired)"}
+            return "not held by this consumer (unknown, already settled or lock expired)"
         code = share.acknowledge(self.consumer, [AcknowledgementBatch(key[2], key[2], (how,))], self.runtime.clock())
         self.held.discard(key)
         self.runtime.after_acknowledge(self.group, key[0], key[1])
-        self.wake.set()
         if code != 0:
-            return answer | {"error": f"{code.name}: the acquisition lock expired, the message went back to the queue"}
-        try:  # the settlement is durable (__share_group_state) before it is answered
-            await self.runtime.persist(self.group)
-        except KafkaStorageError as error:
-            return answer | {"error": f"not made durable: {error}"}
-        return answer | {"error": None}
+            return f"{code.name}: the acquisition lock expired, the message went back to the queue"
+        return None
 
     async def _produce(self, frame: dict[str, Any], raw_value: bytes | None = None) -> dict[str, Any]:
         topic = frame.get("topic")

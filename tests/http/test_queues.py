@@ -209,3 +209,32 @@ def test_binary_frames_for_binary_payloads(http_broker: HttpBroker) -> None:
             await ws.close()
 
     asyncio.run(run())
+
+
+def test_settling_many_ids_in_one_frame(http_broker: HttpBroker) -> None:
+    topic, group = new_topic(http_broker), unique_topic("group")
+
+    async def run() -> None:
+        async with aiohttp.ClientSession() as session:
+            client, _ = await connect(session, http_broker, group, topic)
+            await client.send({"type": "credit", "n": 1})
+            await asyncio.sleep(0.5)
+            await produce(client, topic, 1)
+            while not client.messages:
+                assert await client.next() is not None
+            ident = client.messages[0]["id"]
+            await client.send({"type": "release", "ids": [ident, "bad-id"]})
+            while True:  # the released message may come back before the answer
+                frame = await client.next()
+                assert frame is not None
+                if frame["type"] == "settled":
+                    break
+            assert frame["ids"] == [ident, "bad-id"] and list(frame["errors"]) == ["bad-id"]
+            while len(client.messages) < 2:
+                assert await client.next() is not None
+            assert client.messages[1]["id"] == ident and client.messages[1]["delivery_count"] == 2
+            await client.send({"type": "ack", "ids": [ident]})
+            frame = await client.next()
+            assert frame == {"type": "settled", "ids": [ident], "action": "ack", "errors": {}}
+
+    asyncio.run(run())
