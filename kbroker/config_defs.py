@@ -459,10 +459,19 @@ _SHARE_GROUPS = [
        "once in use).", _POSITIVE),
 ]
 
+_HTTP = [
+    _p("kbroker.http.listeners", LIST, (), "kbroker only: HTTP listeners (http://HOST:PORT, comma-separated) serving "
+       "/health, /ready, /metrics, REST Proxy v2 and WebSocket queues; empty: no HTTP listener."),
+    _p("kbroker.http.max.body.bytes", INT, 8388608, "kbroker only: largest HTTP request body accepted (413 above).",
+       Range(1024)),
+    _p("consumer.instance.timeout.ms", INT, 300000, "REST Proxy: a consumer instance idle for this long is "
+       "destroyed.", Range(1000)),
+]
+
 # fmt: on
 
 BROKER_PROPERTIES: dict[str, BrokerProperty] = {
-    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_IGNORED)
+    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_HTTP, *_IGNORED)
 }
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
@@ -471,6 +480,7 @@ SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Groups and offsets", tuple(_GROUPS)),
     ("Share groups", tuple(_SHARE_GROUPS)),
     ("Transactions and producer ids", tuple(_TRANSACTIONS)),
+    ("HTTP gateway (REST Proxy v2, WebSocket queues, health, metrics)", tuple(_HTTP)),
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
 )
 

@@ -75,6 +75,7 @@ class ListenerRuntime:
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
+    observe: Callable[[int, float, Any], None] | None = None  # request metrics (kbroker.http), None when off
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -98,6 +99,7 @@ class Connection(asyncio.BufferedProtocol):
             staging=runtime.staging,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
+            observe=runtime.observe,
         )
 
     @property

@@ -18,6 +18,7 @@ from __future__ import annotations
 import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
+from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kbroker.memory import MemoryPool
@@ -65,12 +66,13 @@ class PipelineOwner(Protocol):
 class _Slot:
     """A response position in the connection's output order, with the request memory it holds."""
 
-    __slots__ = ("chunks", "done", "held")
+    __slots__ = ("chunks", "done", "held", "started")
 
     def __init__(self, held: int) -> None:
         self.chunks: list[Any] | None = None
         self.done = False
         self.held = held
+        self.started = 0.0
 
 
 def describe_bad_frame(error: FrameError, first_frame: bool) -> str:
@@ -95,8 +97,10 @@ class RequestPipeline:
         staging: bytearray | None = None,
         frame_timeout_ms: int = -1,
         now: float = 0.0,
+        observe: Callable[[int, float, Any], None] | None = None,
     ) -> None:
         self.handlers = handlers
+        self.observe = observe  # (api key, seconds, answer) per answered request: the metrics hook, None when off
         self.new_context = new_context
         self.owner = owner
         self.memory = memory
@@ -221,6 +225,8 @@ class RequestPipeline:
     def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int) -> None:
         ctx = self.new_context(header)
         slot = _Slot(held)
+        if self.observe is not None:
+            slot.started = perf_counter()
         self._order.append(slot)
         if handler.is_async:
             self._spawn(handler, ctx, handler.func(ctx, body), slot)
@@ -261,6 +267,8 @@ class RequestPipeline:
         return response
 
     def _complete(self, slot: _Slot, handler: Handler, ctx: RequestContext, result: dict[str, Any] | None) -> None:
+        if self.observe is not None:
+            self.observe(handler.api_key, perf_counter() - slot.started, result)
         if self.closing:
             return  # connection_lost released the slot
         if result is not None:

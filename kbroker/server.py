@@ -22,6 +22,7 @@ from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
+from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
 from kbroker.share import start_share_coordinator
@@ -60,6 +61,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         reuse_address=True,
         start_serving=False,
     )
+    http_sockets = bind_http_listeners(config.get_list("kbroker.http.listeners"))
     bound_port = server.sockets[0].getsockname()[1]
     if config.listen.port == 0:
         config = config.with_listen_port(bound_port)
@@ -91,6 +93,12 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         max_frame_size=config.get_int("socket.request.max.bytes"),
         frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
     )
+    http = None
+    if http_sockets:  # aiohttp loads only when an HTTP listener is configured
+        from kbroker.http import start_http
+
+        http = await start_http(broker, registry, http_sockets)
+        runtime.observe = http.requests.observe
     await server.start_serving()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -113,11 +121,15 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
     )
+    if http is not None:
+        http.ready = True
     if started is not None:
         started.set()
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     server.close()
+    if http is not None:
+        await http.stop()
     await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns: list[Connection] = list(registry.connections)

@@ -18,6 +18,7 @@ ENVIRONMENT = {
     "listen": "KBROKER_LISTEN",
     "advertised_listener": "KBROKER_ADVERTISED_LISTENER",
     "data_dir": "KBROKER_DATA_DIR",
+    "http_listen": "KBROKER_HTTP_LISTEN",
     "log_level": "KBROKER_LOG_LEVEL",
     "log_format": "KBROKER_LOG_FORMAT",
 }
@@ -27,6 +28,7 @@ serve options ('kbroker serve --help' has the details):
   --listen HOST:PORT               address to accept clients on (default 127.0.0.1:9092)
   --advertised-listener HOST:PORT  address given to clients (default: the listen address)
   --data-dir DIR                   where the logs live (default ./data)
+  --http-listen HOST:PORT          HTTP listener (REST Proxy v2, health, metrics); default none
   --config KEY=VALUE               a broker property, repeatable; wins over --config-file
   --config-file FILE               a Kafka server.properties file
   --log-level LEVEL                debug, info, warning, error or critical (default info)
@@ -86,6 +88,9 @@ def add_serve(commands: argparse._SubParsersAction[Any]) -> None:
                        "when listening on all interfaces, or the advertised.listeners property)")  # fmt: skip
     serve.add_argument("--data-dir", metavar="DIR", default=_env("data_dir"),
                        help="directory of the logs and broker state (default ./data, or log.dirs/log.dir)")  # fmt: skip
+    serve.add_argument("--http-listen", metavar="HOST:PORT", default=_env("http_listen"),
+                       help="serve HTTP (REST Proxy v2, /health, /ready, /metrics) here: a shortcut for "
+                       "--config kbroker.http.listeners=http://HOST:PORT (env KBROKER_HTTP_LISTEN)")  # fmt: skip
     serve.add_argument("--config", metavar="KEY=VALUE", action="append", default=[],
                        help="set a broker property (Kafka's name); repeatable; wins over --config-file")  # fmt: skip
     serve.add_argument("--config-file", metavar="FILE",
@@ -125,6 +130,8 @@ def load_config(args: argparse.Namespace) -> BrokerConfig:
         if not sep or not key.strip():
             raise ConfigError(f"--config expects KEY=VALUE, got {item!r}")
         properties[key.strip()] = value
+    if getattr(args, "http_listen", None):
+        properties["kbroker.http.listeners"] = f"http://{args.http_listen}"
     return BrokerConfig.build(
         properties, listen=args.listen, advertised_listener=args.advertised_listener, data_dir=args.data_dir
     )
@@ -136,6 +143,11 @@ def serve_command(args: argparse.Namespace) -> int:
 
     try:
         config = load_config(args)
+        if config.get_list("kbroker.http.listeners"):
+            from kbroker.http.listeners import parse_http_listener
+
+            for item in config.get_list("kbroker.http.listeners"):
+                parse_http_listener(item)
     except ConfigError as exc:
         print(f"kbroker: error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

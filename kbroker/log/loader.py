@@ -106,7 +106,10 @@ def load_segments(
     _recover(segments, recovery_point, stats)
     _log_gaps(directory, segments, stats)
     stats.duration_ms = (time.perf_counter() - started) * 1000
-    log.info(
+    # LogManager logs one summary for all partitions; a partition gets its own line only when
+    # recovery changed something (truncated, deleted or damaged segments)
+    damaged = stats.bytes_truncated or stats.segments_deleted or stats.segments_damaged
+    (log.warning if damaged else log.debug)(
         "log_recovered",
         directory=str(directory),
         recovery_point=recovery_point,

@@ -130,10 +130,23 @@ class LogManager:
             topics=len(self._topics),
             partitions=len(self._logs),
             producer_state_batches_scanned=self._producer_state_batches_scanned(),
+            **self._recovery_summary(),
             open_segment_files=len(self.open_files),
             open_segment_files_bound=self.open_files.capacity,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _recovery_summary(self) -> dict[str, int]:
+        """Totals of every partition's load: the start-up line stands for one line per partition."""
+        loads = [unified.local.recovery for unified in self._logs.values()]
+        return {
+            "offline_partitions": len(self.offline_partitions),
+            "bytes": sum(u.local.size_in_bytes for u in self._logs.values()),
+            "partitions_recovered": sum(1 for r in loads if r.segments_scanned),
+            "bytes_recovered": sum(r.bytes_scanned for r in loads),
+            "bytes_truncated": sum(r.bytes_truncated for r in loads),
+            "segments_deleted": sum(r.segments_deleted for r in loads),
+        }
 
     def _producer_state_batches_scanned(self) -> int:
         return sum(u.last_load.batches_scanned for u in self._logs.values() if u.last_load is not None)

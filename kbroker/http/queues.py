@@ -1,0 +1,339 @@
+"""Queue streaming over WebSocket on the share-group engine: GET /v1/queues/ws?group=G&topics=a,b.
+
+The server assigns a consumer id (or takes `consumer=ID` to resume under a previous one) and
+announces it; the consumer is a member of share group G for the engine (kbroker/share): it
+acquires records from every partition of the topics, so each record goes to one consumer at a
+time, under the group's acquisition lock and delivery-count limit. Flow control is credit: the
+client grants how many un-acknowledged messages it may hold; messages are pushed while it has
+credit. Each message is acknowledged (`ack`), released (`release`: redelivered) or rejected
+(`reject`: archived) by its id. Disconnecting releases whatever was not acknowledged. The same
+socket produces (`produce`, answered with its offset). Frames are JSON text; docs/gateway.md
+has the format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import json
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from aiohttp import WSMsgType, web
+
+from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
+from kbroker.http.rest.partitioner import partition_for_key
+from kbroker.http.rest.produce import append_records
+from kbroker.log import KafkaStorageError
+from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType
+from kbroker.share.reader import acquire_from_log
+from protocol.record_builder import SimpleRecord
+from protocol.records import iter_batches
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+    from kbroker.share.runtime import ShareRuntime
+
+log = structlog.get_logger("kbroker.http.queues")
+
+BROKER_KEY: web.AppKey[Any] = web.AppKey("broker")
+CONSUMERS_KEY: web.AppKey[set[tuple[str, str]]] = web.AppKey("queue_consumers")  # (group, consumer id) connected
+MAX_CREDIT = 10_000
+READ_BYTES = 1024 * 1024
+_ACKS = {"ack": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
+
+
+def _text(data: bytes | None) -> tuple[Any, str | None]:
+    """(value, encoding): UTF-8 text as is, anything else base64."""
+    if data is None:
+        return None, None
+    try:
+        return data.decode(), None
+    except UnicodeDecodeError:
+        return base64.b64encode(data).decode(), "base64"
+
+
+def pack_binary_frame(header: dict[str, Any], payload: bytes) -> bytes:
+    """A binary frame: 4-byte big-endian length of the JSON header, the header, then the raw value."""
+    encoded = json.dumps(header).encode()
+    return len(encoded).to_bytes(4, "big") + encoded + payload
+
+
+def unpack_binary_frame(data: bytes) -> tuple[dict[str, Any], bytes]:
+    if len(data) < 4:
+        raise unprocessable("a binary frame starts with the 4-byte length of its JSON header")
+    size = int.from_bytes(data[:4], "big")
+    if size > len(data) - 4:
+        raise unprocessable("the binary frame's JSON header is longer than the frame")
+    try:
+        header = json.loads(data[4 : 4 + size])
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise unprocessable(f"the binary frame's header is not JSON: {error}") from error
+    if not isinstance(header, dict):
+        raise unprocessable("the binary frame's header is a JSON object")
+    return header, bytes(data[4 + size :])
+
+
+class QueueSession:
+    """One WebSocket consumer: its credit, the messages it holds, the pusher."""
+
+    def __init__(self, broker: Broker, runtime: ShareRuntime, ws: web.WebSocketResponse, group: str,
+                 topics: list[str], consumer: str, binary: bool = False) -> None:  # fmt: skip
+        self.broker = broker
+        self.binary = binary  # values that are not UTF-8 go as binary frames (header + raw bytes)
+        self.runtime = runtime
+        self.ws = ws
+        self.group = group
+        self.topics = topics
+        self.consumer = consumer
+        self.credit = 0
+        self.held: set[tuple[str, int, int]] = set()
+        self.wake = asyncio.Event()
+
+    def keys(self) -> list[tuple[str, int]]:
+        out: list[tuple[str, int]] = []
+        for topic in self.topics:
+            metadata = self.broker.logs.topic(topic)
+            if metadata is not None:
+                out.extend((topic, p) for p in range(metadata.partitions))
+        return out
+
+    async def push(self) -> None:
+        """Send messages while there is credit; wait for appends, releases or credit otherwise."""
+        try:
+            await self._push()
+        except (ConnectionResetError, asyncio.CancelledError):
+            raise
+        except Exception:  # a failure here ends this consumer, never the broker
+            log.exception("queue_push_failed", group=self.group, consumer=self.consumer)
+            await self.ws.close(code=1011, message=b"internal error")
+
+    async def _push(self) -> None:
+        while not self.ws.closed:
+            sent = await self._deliver() if self.credit > len(self.held) else 0
+            if sent:
+                continue
+            self.wake.clear()
+            waiter = asyncio.ensure_future(self.broker.fetch_waiters.wait(self.keys(), 1, 1000))
+            woken = asyncio.ensure_future(self.wake.wait())
+            try:
+                await asyncio.wait([waiter, woken], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for task in (waiter, woken):
+                    task.cancel()
+
+    async def _deliver(self) -> int:
+        sent = 0
+        now = self.runtime.clock()
+        for topic, index in self.keys():
+            room = self.credit - len(self.held)
+            if room <= 0:
+                break
+            share = self.runtime.share_partition(self.group, topic, index)
+            partition_log = self.broker.logs.get_log(topic, index)
+            if share is None or partition_log is None:
+                continue
+            # record-limit mode: exactly `room` records, so the credit is never exceeded
+            ranges, data = acquire_from_log(
+                share, partition_log, self.consumer, now, room, READ_BYTES, whole_batches=False
+            )
+            if not ranges:
+                continue
+            self.runtime.notify_lock_added()
+            wanted = {o: r.delivery_count for r in ranges for o in range(r.first_offset, r.last_offset + 1)}
+            gaps = set(wanted)
+            for batch in iter_batches(data):
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    count = wanted.get(record.offset)
+                    if count is None:
+                        continue
+                    gaps.discard(record.offset)
+                    await self._send_message(topic, index, record, count)
+                    sent += 1
+            if gaps:  # acquired offsets without a record (control batches): settled at once
+                batches = [AcknowledgementBatch(o, o, (AcknowledgeType.GAP,)) for o in sorted(gaps)]
+                share.acknowledge(self.consumer, batches, now)
+                self.runtime.after_acknowledge(self.group, topic, index)
+        return sent
+
+    async def _send_message(self, topic: str, index: int, record: Any, delivery_count: int) -> None:
+        key, key_encoding = _text(record.key)
+        value, value_encoding = _text(record.value)
+        raw = self.binary and value_encoding is not None
+        message: dict[str, Any] = {
+            "type": "message",
+            "id": f"{topic}/{index}/{record.offset}",
+            "topic": topic,
+            "partition": index,
+            "offset": record.offset,
+            "timestamp": record.timestamp,
+            "key": key,
+            "value": value,
+            "headers": {h.key: _text(h.value)[0] for h in record.headers},
+            "delivery_count": delivery_count,
+        }
+        if key_encoding:
+            message["key_encoding"] = key_encoding
+        if value_encoding and not raw:
+            message["value_encoding"] = value_encoding
+        self.held.add((topic, index, record.offset))
+        if raw:
+            del message["value"]
+            await self.ws.send_bytes(pack_binary_frame(message, record.value or b""))
+        else:
+            await self.ws.send_str(json.dumps(message))
+
+    # -- client frames ------------------------------------------------------------------
+    async def handle(self, frame: dict[str, Any]) -> dict[str, Any] | None:
+        kind = frame.get("type")
+        if kind == "credit":
+            n = frame.get("n")
+            if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n <= MAX_CREDIT:
+                raise unprocessable(f"credit n must be an integer in [0, {MAX_CREDIT}]")
+            self.credit = n
+            self.wake.set()
+            return None
+        if kind in _ACKS:
+            return await self._settle(frame, _ACKS[str(kind)])
+        if kind == "produce":
+            return await self._produce(frame)
+        raise unprocessable(f"unknown frame type {kind!r}: credit, ack, release, reject or produce")
+
+    async def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
+        """Settle `id`, or every id of `ids` (one durable write for all): a `settled` answer."""
+        many = "ids" in frame
+        idents = frame.get("ids") if many else [frame.get("id")]
+        if not isinstance(idents, list) or not idents or len(idents) > MAX_CREDIT:
+            raise unprocessable(f"ids must be a non-empty list of at most {MAX_CREDIT} message ids")
+        errors: dict[str, str] = {}
+        for ident in idents:
+            error = self._settle_one(str(ident), how)
+            if error is not None:
+                errors[str(ident)] = error
+        if len(errors) < len(idents):
+            try:  # the settlements are durable (__share_group_state) before they are answered
+                await self.runtime.persist(self.group)
+            except KafkaStorageError as failure:
+                errors.update({str(i): f"not made durable: {failure}" for i in idents if str(i) not in errors})
+        self.wake.set()
+        if many:
+            return {"type": "settled", "ids": idents, "action": frame["type"], "errors": errors}
+        ident = str(idents[0])
+        return {"type": "settled", "id": idents[0], "action": frame["type"], "error": errors.get(ident)}
+
+    def _settle_one(self, ident: str, how: AcknowledgeType) -> str | None:
+        parts = ident.rsplit("/", 2)
+        try:
+            key = (parts[0], int(parts[1]), int(parts[2]))
+        except (IndexError, ValueError):
+            return f"bad message id {ident!r}"
+        share = self.runtime.partitions.get((self.group, key[0], key[1]))
+        if key not in self.held or share is None:
+            return "not held by this consumer (unknown, already settled or lock expired)"
+        code = share.acknowledge(self.consumer, [AcknowledgementBatch(key[2], key[2], (how,))], self.runtime.clock())
+        self.held.discard(key)
+        self.runtime.after_acknowledge(self.group, key[0], key[1])
+        if code != 0:
+            return f"{code.name}: the acquisition lock expired, the message went back to the queue"
+        return None
+
+    async def _produce(self, frame: dict[str, Any], raw_value: bytes | None = None) -> dict[str, Any]:
+        topic = frame.get("topic")
+        if not isinstance(topic, str):
+            raise unprocessable("produce needs a topic")
+        metadata = self.broker.logs.topic(topic)
+        if metadata is None:
+            raise topic_not_found(topic)
+        key = None if frame.get("key") is None else str(frame["key"]).encode()
+        value = (
+            raw_value if raw_value is not None else None if frame.get("value") is None else str(frame["value"]).encode()
+        )
+        partition = frame.get("partition")
+        if partition is None:
+            partition = partition_for_key(key, metadata.partitions) if key is not None else 0
+        if not isinstance(partition, int) or not 0 <= partition < metadata.partitions:
+            raise unprocessable(f"partition must be in [0, {metadata.partitions})")
+        now = int(time.time() * 1000)
+        (result,) = await append_records(self.broker, topic, partition, [SimpleRecord(key, value, timestamp=now)])
+        return {"type": "produced", "ref": frame.get("ref"), "topic": topic, **result}
+
+    async def handle_binary(self, data: bytes) -> dict[str, Any] | None:
+        """A binary frame: a produce whose value is the bytes after the JSON header."""
+        header, value = unpack_binary_frame(data)
+        if header.get("type") != "produce":
+            raise unprocessable("a binary frame carries a produce (its value after the JSON header)")
+        return await self._produce(header, value)
+
+    def release_all(self) -> int:
+        released = self.runtime.release_member(self.group, self.consumer)
+        self.held.clear()
+        return released
+
+
+async def queue_socket(request: web.Request) -> web.StreamResponse:
+    from kbroker.share import share_runtime
+    from protocol.errors import KafkaProtocolError
+
+    broker: Broker = request.app[BROKER_KEY]
+    group = request.query.get("group", "")
+    topics = [t for t in request.query.get("topics", "").split(",") if t]
+    if not group or not topics:
+        raise RestError(400, 400, "give ?group=GROUP&topics=a,b")
+    for topic in topics:
+        if broker.logs.topic(topic) is None:
+            raise topic_not_found(topic)
+    try:
+        runtime = share_runtime(broker)
+    except KafkaProtocolError as error:
+        raise RestError(503, 50301, f"share coordinator not available: {error}") from error
+    consumer = request.query.get("consumer") or f"ws-{uuid.uuid4().hex}"
+    connected: set[tuple[str, str]] = request.app[CONSUMERS_KEY]
+    if (group, consumer) in connected:
+        raise RestError(409, 40901, f"consumer {consumer} of group {group} is connected on another socket")
+    connected.add((group, consumer))
+    try:
+        return await _serve_socket(request, broker, runtime, group, topics, consumer)
+    finally:
+        connected.discard((group, consumer))
+
+
+async def _serve_socket(
+    request: web.Request, broker: Broker, runtime: ShareRuntime, group: str, topics: list[str], consumer: str
+) -> web.StreamResponse:
+    ws = web.WebSocketResponse(heartbeat=30.0, max_msg_size=1024 * 1024)
+    await ws.prepare(request)
+    binary = request.query.get("binary", "").lower() in ("1", "true")
+    session = QueueSession(broker, runtime, ws, group, topics, consumer, binary)
+    await ws.send_str(json.dumps({"type": "welcome", "consumer": consumer, "group": group, "topics": topics}))
+    log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics)
+    pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")
+    try:
+        async for message in ws:
+            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                continue
+            try:
+                if message.type == WSMsgType.BINARY:
+                    answer = await session.handle_binary(message.data)
+                else:
+                    frame = json.loads(message.data)
+                    if not isinstance(frame, dict):
+                        raise unprocessable("a frame is a JSON object")
+                    answer = await session.handle(frame)
+            except (json.JSONDecodeError, RecursionError) as error:
+                answer = {"type": "error", "message": f"malformed JSON: {error}"}
+            except RestError as error:
+                answer = {"type": "error", "error_code": error.code, "message": error.message}
+            if answer is not None:
+                await ws.send_str(json.dumps(answer))
+    finally:
+        pusher.cancel()
+        with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
+            await pusher
+        released = session.release_all()
+        log.info("queue_consumer_disconnected", group=group, consumer=consumer, released=released)
+    return ws
