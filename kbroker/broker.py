@@ -9,7 +9,7 @@ from pathlib import Path
 
 import structlog
 
-from kbroker.config import BrokerConfig
+from kbroker.config import BrokerConfig, Endpoint
 from kbroker.handlers.registry import Handler
 from kbroker.log import LogConfig, LogManager
 from kbroker.log.checkpoint import write_atomically
@@ -39,6 +39,14 @@ class Broker:
     @property
     def advertised_port(self) -> int:
         return self.config.advertised.port
+
+    def advertised_for(self, listener: str) -> Endpoint:
+        """The address this broker gives clients that connected through `listener` (Kafka answers Metadata,
+        FindCoordinator and DescribeCluster with the endpoints of the request's own listener)."""
+        for candidate in self.config.listeners:
+            if candidate.name == listener:
+                return candidate.advertised
+        return self.config.advertised
 
 
 def new_log_manager(config: BrokerConfig) -> LogManager:

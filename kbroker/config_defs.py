@@ -98,6 +98,7 @@ class BrokerProperty:
     topic_name: str | None = None  # the topic-level config this property supplies the default of
     note: str | None = None  # how kbroker differs from Kafka, when it does
     ignored: bool = False  # accepted so Kafka's server.properties loads; no effect in kbroker
+    per_listener: bool = False  # may be set for one listener as listener.name.<name>.<property>
 
     def parse(self, raw: str) -> Value:
         """Parse and validate a value given as a string (as in server.properties)."""
@@ -233,8 +234,9 @@ def _p(
     topic: str | None = None,
     note: str | None = None,
     ignored: bool = False,
+    per_listener: bool = False,
 ) -> BrokerProperty:
-    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored)
+    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored, per_listener)
 
 
 # fmt: off
@@ -244,15 +246,16 @@ _SERVER = [
     _p("broker.id", INT, None, "Older name for node.id: stands in for it when node.id is unset, else must equal it.",
        Range(0), note="Kafka's default is -1 (unset); kbroker reports node.id's value."),
     _p("listeners", STR, "PLAINTEXT://127.0.0.1:9092",
-       "Where to accept clients, as NAME://HOST:PORT; an empty host means all interfaces. --listen wins.",
-       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); kbroker serves one PLAINTEXT listener, "
-       "skipping controller listeners."),
+       "Where to accept clients, as NAME://HOST:PORT entries separated by commas (one per listener, each with its "
+       "own port); an empty host means all interfaces. --listen replaces them with one PLAINTEXT listener.",
+       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); controller listeners are skipped."),
     _p("advertised.listeners", STR, None,
-       "Address clients are told to connect to, as NAME://HOST:PORT. Unset: the listener's, with 127.0.0.1 "
-       "for a wildcard host. --advertised-listener wins."),
+       "Address each listener gives clients in Metadata, FindCoordinator and DescribeCluster, as NAME://HOST:PORT. "
+       "A listener not named here advertises its own address, with 127.0.0.1 for a wildcard host. "
+       "--advertised-listener sets the first listener's."),
     _p("listener.security.protocol.map", STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
        "Security protocol of each listener name, as NAME:PROTOCOL pairs.",
-       note="kbroker serves PLAINTEXT only; a listener mapped to another protocol is an error."),
+       note="kbroker serves PLAINTEXT listeners; a listener mapped to another protocol is an error."),
     _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
@@ -263,7 +266,8 @@ _SERVER = [
     _p("socket.listen.backlog.size", INT, 50, "Backlog of pending connections on the listening socket.", _POSITIVE),
     _p("max.connections", INT, 1000,
        "Most client connections open at once; further ones are closed when accepted, counted and logged.",
-       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing."),
+       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing.",
+       per_listener=True),
     _p("max.connections.per.ip", INT, INT_MAX, "Most connections open at once from one IP address.", _NON_NEGATIVE),
     _p("max.connections.per.ip.overrides", STR, "",
        "Per-address exceptions to max.connections.per.ip, as HOST:COUNT pairs separated by commas."),

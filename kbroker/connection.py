@@ -30,6 +30,7 @@ from protocol.headers import RequestHeader
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.config import Listener
     from kbroker.limits import ConnectionLimits
 
 log = structlog.get_logger("kbroker.connection")
@@ -69,6 +70,7 @@ class ListenerRuntime:
     broker: Broker
     limits: ConnectionLimits
     name: str = "PLAINTEXT"
+    listener: Listener | None = None
     memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     max_frame_size: int = 104857600

@@ -17,11 +17,11 @@ import structlog
 
 from kbroker.broker import Broker, load_cluster_id, new_log_manager
 from kbroker.config import BrokerConfig
-from kbroker.connection import Connection, ListenerRuntime
+from kbroker.connection import Connection
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
-from kbroker.limits import ConnectionLimits, parse_overrides
-from kbroker.memory import MemoryPool
+from kbroker.limits import ConnectionLimits
+from kbroker.listeners import Listeners
 from kbroker.txn.runtime import start_transaction_coordinator
 from kbroker.txn.states import producer_states
 from kbroker.txn.txn_indexes import transaction_indexes
@@ -49,19 +49,8 @@ def run(config: BrokerConfig) -> int:
 async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> int:
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
-    runtime: ListenerRuntime | None = None
-    # Bind first: a port in use fails the start before anything is written to the data directory.
-    server = await loop.create_server(
-        lambda: Connection(_ready(runtime)),
-        host=config.listen.host,
-        port=config.listen.port,
-        backlog=config.get_int("socket.listen.backlog.size"),
-        reuse_address=True,
-        start_serving=False,
-    )
-    bound_port = server.sockets[0].getsockname()[1]
-    if config.listen.port == 0:
-        config = config.with_listen_port(bound_port)
+    listeners = Listeners()
+    config = await listeners.bind(config)  # first: a port in use fails before the data directory is written
     handlers = load_handlers()
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
@@ -75,16 +64,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     txn_indexes.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
-    registry = connection_limits(config)
-    memory = MemoryPool(config.get_int("queued.max.request.bytes"))
-    runtime = ListenerRuntime(
-        broker=broker,
-        limits=registry,
-        memory=memory,
-        max_frame_size=config.get_int("socket.request.max.bytes"),
-        frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
-    )
-    await server.start_serving()
+    registry = await listeners.start(broker)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -96,8 +76,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     ]
     log.info(
         "broker_started",
-        listen=f"{config.listen.host}:{bound_port}",
-        advertised=str(config.advertised),
+        listeners=",".join(str(x) for x in config.listeners),
+        advertised=",".join(f"{x.name}://{x.advertised}" for x in config.listeners),
         data_dir=str(config.data_dir),
         cluster_id=cluster_id,
         node_id=config.node_id,
@@ -109,7 +89,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         started.set()
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
-    server.close()
+    listeners.close()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
@@ -124,20 +104,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
-
-
-def _ready(runtime: ListenerRuntime | None) -> ListenerRuntime:
-    assert runtime is not None, "a listener accepted a connection before the broker started serving"
-    return runtime
-
-
-def connection_limits(config: BrokerConfig) -> ConnectionLimits:
-    return ConnectionLimits(
-        max_connections=config.get_int("max.connections"),
-        max_per_ip=config.get_int("max.connections.per.ip"),
-        per_ip_overrides=parse_overrides(config.get_str("max.connections.per.ip.overrides")),
-        idle_ms=config.get_int("connections.max.idle.ms"),
-    )
 
 
 async def _sweep_connections(registry: ConnectionLimits) -> None:

@@ -26,8 +26,10 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *args: str, port: int | None = None) -> None:
+    def __init__(self, data_dir: Path, *args: str, port: int | None = None, listen_flag: bool = True) -> None:
+        """`listen_flag=False`: no --listen (the args configure `listeners`, one of them on `port`)."""
         self.port = port or free_port()
+        self.listen_flag = listen_flag
         self.data_dir = data_dir
         self.log_path = data_dir.parent / f"kbroker-{self.port}.log"
         self.args = args
@@ -38,7 +40,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> BrokerProcess:
-        cmd = [sys.executable, "-m", "kbroker", "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir)]
+        cmd = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.data_dir)]
+        if self.listen_flag:
+            cmd += ["--listen", self.bootstrap]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen([*cmd, *self.args], stdout=log, stderr=log, cwd=REPO)
         deadline = time.monotonic() + timeout

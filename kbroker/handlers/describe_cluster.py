@@ -35,6 +35,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         )
     broker = ctx.broker
+    address = broker.advertised_for(ctx.listener)
     operations = (
         CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
     )
@@ -45,9 +46,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         "endpoint_type": ENDPOINT_BROKER,
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
-        "brokers": [
-            {"broker_id": broker.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
-        ],
+        "brokers": [{"broker_id": broker.node_id, "host": address.host, "port": address.port, "rack": None}],
         "cluster_authorized_operations": operations,
     }
 

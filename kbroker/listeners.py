@@ -1,0 +1,99 @@
+"""The broker's listeners: bound first, served once the broker is ready, one runtime each.
+
+`Listeners.bind(config)` binds every listener of `listeners` (so a port in use fails the start
+before anything is written to the data directory) and returns the config with the ports bound
+(for port 0). `start(broker)` gives each listener its `ListenerRuntime` (name, request memory
+shared broker-wide, limits, settings from `listener.name.<name>.*`) and starts accepting.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from kbroker.config import BrokerConfig, Listener
+from kbroker.connection import Connection, ListenerRuntime
+from kbroker.limits import ConnectionLimits, parse_overrides
+from kbroker.memory import MemoryPool
+from protocol.framing import DEFAULT_STAGING_SIZE
+
+if TYPE_CHECKING:
+    from kbroker.broker import Broker
+
+
+def connection_limits(config: BrokerConfig) -> ConnectionLimits:
+    listener_max = {
+        x.name: config.for_listener(x.name, "max.connections")
+        for x in config.listeners
+        if config.for_listener(x.name, "max.connections") != config.get("max.connections")
+    }
+    return ConnectionLimits(
+        max_connections=config.get_int("max.connections"),
+        max_per_ip=config.get_int("max.connections.per.ip"),
+        per_ip_overrides=parse_overrides(config.get_str("max.connections.per.ip.overrides")),
+        idle_ms=config.get_int("connections.max.idle.ms"),
+        listener_max={name: int(value) for name, value in listener_max.items() if isinstance(value, int)},
+    )
+
+
+class Listeners:
+    def __init__(self) -> None:
+        self.servers: dict[str, Any] = {}  # name -> asyncio.Server (uvloop's Server is not asyncio.Server)
+        self.runtimes: dict[str, ListenerRuntime] = {}
+        self.limits: ConnectionLimits | None = None
+
+    async def bind(self, config: BrokerConfig) -> BrokerConfig:
+        loop = asyncio.get_running_loop()
+        ports: dict[str, int] = {}
+        try:
+            for listener in config.listeners:
+                server = await loop.create_server(
+                    lambda name=listener.name: Connection(self._runtime(name)),  # type: ignore[misc]
+                    host=listener.bind.host,
+                    port=listener.bind.port,
+                    backlog=config.get_int("socket.listen.backlog.size"),
+                    reuse_address=True,
+                    start_serving=False,
+                )
+                self.servers[listener.name] = server
+                ports[listener.name] = server.sockets[0].getsockname()[1]
+        except OSError as error:
+            self.close()
+            raise OSError(error.errno, f"cannot listen on {listener}: {error.strerror or error}") from error
+        return config.with_bound_ports(ports)
+
+    async def start(self, broker: Broker) -> ConnectionLimits:
+        config = broker.config
+        limits = self.limits = connection_limits(config)
+        memory = MemoryPool(config.get_int("queued.max.request.bytes"))
+        staging = bytearray(DEFAULT_STAGING_SIZE)  # one staging buffer for every connection of the loop
+        for listener in config.listeners:
+            self.runtimes[listener.name] = _runtime_for(broker, listener, limits, memory, staging)
+        for server in self.servers.values():
+            await server.start_serving()
+        return limits
+
+    def close(self) -> None:
+        for server in self.servers.values():
+            server.close()
+
+    def _runtime(self, name: str) -> ListenerRuntime:
+        runtime = self.runtimes.get(name)
+        assert runtime is not None, "a listener accepted a connection before the broker started serving"
+        return runtime
+
+
+def _runtime_for(
+    broker: Broker, listener: Listener, limits: ConnectionLimits, memory: MemoryPool, staging: bytearray
+) -> ListenerRuntime:
+    config = broker.config
+    return ListenerRuntime(
+        broker=broker,
+        limits=limits,
+        name=listener.name,
+        listener=listener,
+        memory=memory,
+        staging=staging,
+        max_frame_size=config.get_int("socket.request.max.bytes"),
+        frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
+    )
