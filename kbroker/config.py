@@ -113,7 +113,7 @@ def _protocol_map(text: str) -> dict[str, str]:
     return result
 
 
-SERVED_PROTOCOLS = ("PLAINTEXT",)
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -402,7 +402,9 @@ class BrokerConfig:
     def for_listener(self, name: str, prop: str) -> Value | None:
         """A property's value on one listener: `listener.name.<name>.<prop>` when set, else the broker's."""
         value = self._per_listener.get((name.upper(), prop))
-        return value if value is not None else self.get(prop)
+        if value is None:
+            value = self.get(prop)
+        return ",".join(value) if isinstance(value, tuple) else value
 
     # ----- topic-level defaults
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -23,7 +24,8 @@ import structlog
 from kbroker.context import RequestContext
 from kbroker.memory import MemoryPool
 from kbroker.pipeline import RequestPipeline
-from kbroker.sendfile import ResponseWriter
+from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
+from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
 from protocol.framing import DEFAULT_STAGING_SIZE
 from protocol.headers import RequestHeader
@@ -36,6 +38,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kbroker.connection")
 
 _ids = itertools.count(1)
+
+TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
 class _RequestLog:
@@ -75,10 +79,26 @@ class ListenerRuntime:
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
+    tls: ssl.SSLContext | None = None  # an SSL listener (kbroker.tls.TlsSession per connection)
+    cipher_staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
+    failed_authentication_delay_ms: int = 100
 
 
 class Connection(asyncio.BufferedProtocol):
-    __slots__ = ("runtime", "id", "pipeline", "transport", "writer", "peer", "_log", "_tasks", "_write_paused")
+    __slots__ = (
+        "runtime",
+        "id",
+        "pipeline",
+        "transport",
+        "writer",
+        "peer",
+        "principal",
+        "tls",
+        "opened_at",
+        "_log",
+        "_tasks",
+        "_write_paused",
+    )
 
     def __init__(self, runtime: ListenerRuntime) -> None:
         self.runtime = runtime
@@ -86,6 +106,9 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.peer = "?"
+        self.principal = ANONYMOUS
+        self.tls = TlsSession(runtime.tls) if runtime.tls is not None else None
+        self.opened_at = time.monotonic()
         self._log: Any = None
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
@@ -119,13 +142,58 @@ class Connection(asyncio.BufferedProtocol):
             self.pipeline.closing = True
             transport.close()
             return
-        self.writer = ResponseWriter(transport, self._writer_drained)
+        if self.tls is None:
+            self.writer = ResponseWriter(transport, self._writer_drained)
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self.tls is not None:
+            return memoryview(self.runtime.cipher_staging)
         return self.pipeline.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self.tls is not None:
+            self._tls_received(nbytes)
+            return
         self.pipeline.buffer_updated(nbytes, time.monotonic())
+
+    def _tls_received(self, nbytes: int) -> None:
+        tls, pipeline, transport = self.tls, self.pipeline, self.transport
+        assert tls is not None and transport is not None
+        try:
+            if tls.receive(memoryview(self.runtime.cipher_staging)[:nbytes]):
+                self.principal = tls.principal
+                self.log.debug("tls_established", principal=self.principal)
+            out = tls.outgoing()
+            if out:
+                transport.write(out)
+            now = time.monotonic()
+            while not pipeline.closing:
+                target = pipeline.get_buffer()
+                n = tls.read_into(target)
+                del target
+                if n == 0:
+                    break
+                pipeline.buffer_updated(n, now)
+        except ssl.SSLError as error:
+            self._tls_failed(error)
+
+    def _tls_failed(self, error: ssl.SSLError) -> None:
+        """Kafka's way: the alert goes out, the failure is logged, the connection closes after
+        connection.failed.authentication.delay.ms (so a client cannot retry in a tight loop)."""
+        tls, transport = self.tls, self.transport
+        assert tls is not None and transport is not None
+        self.pipeline.closing = True
+        alert = tls.outgoing()
+        if alert:
+            transport.write(alert)
+        transport.pause_reading()
+        established = tls.established
+        self.log.info(
+            "authentication_failed" if not established else "connection_closed",
+            reason=f"TLS {'handshake' if not established else 'record'} failed: {error.reason or error}",
+        )
+        delay = self.runtime.failed_authentication_delay_ms / 1000
+        asyncio.get_running_loop().call_later(delay, transport.close)
 
     def eof_received(self) -> bool:
         self.pipeline.close("client closed the connection", "debug")
@@ -154,6 +222,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- PipelineOwner ---------------------------------------------------
     def write(self, chunks: list[Any]) -> None:
+        if self.tls is not None:
+            self._tls_write(chunks)
+            return
         writer = self.writer
         if writer is None:
             return
@@ -164,6 +235,16 @@ class Connection(asyncio.BufferedProtocol):
             return
         if writer.busy:
             self._output_changed()
+
+    def _tls_write(self, chunks: list[Any]) -> None:
+        """Fetched batches cannot go by sendfile under TLS: one pread each, then encrypted."""
+        assert self.tls is not None and self.transport is not None
+        try:
+            data = self.tls.encrypt(materialize(chunks) if has_file_chunks(chunks) else chunks)
+        except OSError as exc:
+            self.pipeline.close(f"could not read the response's record batches: {exc}")
+            return
+        self.transport.write(data)
 
     def spawn(self, awaitable: Awaitable[Any], done: Callable[[Any, BaseException | None], None]) -> None:
         task = asyncio.get_running_loop().create_task(_run(awaitable, done))
@@ -188,6 +269,8 @@ class Connection(asyncio.BufferedProtocol):
             fields.setdefault("client_id", self.pipeline.client_id)
         getattr(self.log, level)("connection_closed", reason=reason, **fields)
         if self.transport is not None:
+            if self.tls is not None and self.tls.established and not self.transport.is_closing():
+                self.transport.write(self.tls.close_notify())
             self.transport.close()
 
     # -- helpers ---------------------------------------------------------
@@ -202,6 +285,7 @@ class Connection(asyncio.BufferedProtocol):
             client_host=self.peer,
             log=_RequestLog(self, header),
             listener=self.runtime.name,
+            principal=self.principal,
         )
 
     def _writer_drained(self) -> None:
@@ -219,6 +303,10 @@ class Connection(asyncio.BufferedProtocol):
         return self.pipeline.last_active
 
     def check_deadline(self, now: float) -> bool:
+        tls = self.tls
+        if tls is not None and not tls.established and now - self.opened_at > TLS_HANDSHAKE_TIMEOUT:
+            self.pipeline.close("TLS handshake not completed in time", "info", timeout_s=TLS_HANDSHAKE_TIMEOUT)
+            return True
         return self.pipeline.check_deadline(now)
 
     async def drain(self, timeout: float) -> None:

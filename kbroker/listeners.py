@@ -2,19 +2,22 @@
 
 `Listeners.bind(config)` binds every listener of `listeners` (so a port in use fails the start
 before anything is written to the data directory) and returns the config with the ports bound
-(for port 0). `start(broker)` gives each listener its `ListenerRuntime` (name, request memory
+(for port 0). An SSL listener's context is built while binding
+(kbroker.tls), so bad keystores also fail the start early. `start(broker)` gives each listener its `ListenerRuntime` (name, request memory
 shared broker-wide, limits, settings from `listener.name.<name>.*`) and starts accepting.
 """
 
 from __future__ import annotations
 
 import asyncio
+import ssl
 from typing import TYPE_CHECKING, Any
 
 from kbroker.config import BrokerConfig, Listener
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
+from kbroker.tls import server_context
 from protocol.framing import DEFAULT_STAGING_SIZE
 
 if TYPE_CHECKING:
@@ -41,12 +44,15 @@ class Listeners:
         self.servers: dict[str, Any] = {}  # name -> asyncio.Server (uvloop's Server is not asyncio.Server)
         self.runtimes: dict[str, ListenerRuntime] = {}
         self.limits: ConnectionLimits | None = None
+        self.contexts: dict[str, ssl.SSLContext | None] = {}
 
     async def bind(self, config: BrokerConfig) -> BrokerConfig:
         loop = asyncio.get_running_loop()
         ports: dict[str, int] = {}
         try:
             for listener in config.listeners:
+                tls = server_context(config, listener.name) if listener.protocol == "SSL" else None
+                self.contexts[listener.name] = tls
                 server = await loop.create_server(
                     lambda name=listener.name: Connection(self._runtime(name)),  # type: ignore[misc]
                     host=listener.bind.host,
@@ -67,8 +73,12 @@ class Listeners:
         limits = self.limits = connection_limits(config)
         memory = MemoryPool(config.get_int("queued.max.request.bytes"))
         staging = bytearray(DEFAULT_STAGING_SIZE)  # one staging buffer for every connection of the loop
+        cipher = bytearray(DEFAULT_STAGING_SIZE)  # and one for TLS records before decryption
         for listener in config.listeners:
-            self.runtimes[listener.name] = _runtime_for(broker, listener, limits, memory, staging)
+            runtime = _runtime_for(broker, listener, limits, memory, staging)
+            runtime.cipher_staging = cipher
+            runtime.tls = self.contexts.get(listener.name)
+            self.runtimes[listener.name] = runtime
         for server in self.servers.values():
             await server.start_serving()
         return limits
@@ -96,4 +106,5 @@ def _runtime_for(
         staging=staging,
         max_frame_size=config.get_int("socket.request.max.bytes"),
         frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
+        failed_authentication_delay_ms=config.get_int("connection.failed.authentication.delay.ms"),
     )

@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from kbroker.broker import Broker, load_cluster_id, new_log_manager
-from kbroker.config import BrokerConfig
+from kbroker.config import BrokerConfig, ConfigError
 from kbroker.connection import Connection
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
@@ -41,7 +41,7 @@ def run(config: BrokerConfig) -> int:
         runner = asyncio.run
     try:
         return int(runner(serve(config)))
-    except OSError as exc:
+    except (OSError, ConfigError) as exc:  # a port in use, an unreadable keystore
         log.error("broker_failed", error=str(exc))
         return 1
 
