@@ -11,7 +11,7 @@ import structlog
 
 from kbroker.config import BrokerConfig, Endpoint
 from kbroker.handlers.registry import Handler
-from kbroker.log import LogConfig, LogManager
+from kbroker.log import LogConfig, LogManager, ProducerStateConfig
 from kbroker.log.checkpoint import write_atomically
 
 log = structlog.get_logger(__name__)
@@ -54,6 +54,12 @@ def new_log_manager(config: BrokerConfig) -> LogManager:
         config.data_dir,
         LogConfig.from_properties(config.topic_defaults()),
         retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
+        checkpoint_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms"),
+        producer_state=ProducerStateConfig(
+            expiration_ms=config.get_int("producer.id.expiration.ms"),
+            expiration_check_interval_ms=config.get_int("producer.id.expiration.check.interval.ms"),
+            snapshot_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms"),
+        ),
     )
 
 

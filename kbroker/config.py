@@ -8,7 +8,7 @@ say STATIC_BROKER_CONFIG or DEFAULT_CONFIG truthfully) and derives the topic-lev
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 from pathlib import Path
@@ -323,7 +323,9 @@ class BrokerConfig:
             _record(values, explicit, "advertised.listeners", _advertised_text(listeners))
         if data_dir is not None and str(data_dir):
             _record(values, explicit, "log.dirs", str(directory))
-        return cls(values, explicit, listeners, directory, per_listener)
+        config = cls(values, explicit, listeners, directory, per_listener)
+        config._check_derived()
+        return config
 
     # ----- property access
 
@@ -422,6 +424,17 @@ class BrokerConfig:
         merged.update(validate_topic_configs(overrides or {}))
         return merged
 
+    def _check_derived(self) -> None:
+        """Kafka's checks of the values derived from synonyms (KafkaConfig.validateValues): each key alone
+        may be in range (log.retention.ms=-5 means unlimited, as in Kafka) while the result is not."""
+        for topic_name, rule, allowed in _DERIVED_RULES:
+            prop = TOPIC_PROPERTIES[topic_name]
+            value = self._topic_default(prop)
+            assert isinstance(value, int)
+            if not allowed(value):
+                source = next((s.name for s in prop.synonyms if s.name in self._explicit), prop.synonyms[0].name)
+                raise ConfigError(f"invalid value {self._explicit.get(source)} for {source}: {rule} (Kafka's rule)")
+
     def _topic_default(self, prop: TopicProperty) -> Value:
         candidates = [s for s in prop.synonyms if s.name in self._explicit]
         candidates += [s for s in prop.synonyms if self._values[s.name] is not None]
@@ -500,6 +513,13 @@ def _parse_all(explicit: Mapping[str, str]) -> dict[str, Value | None]:
 def _record(values: dict[str, Value | None], explicit: dict[str, str], name: str, raw: str) -> None:
     values[name] = BROKER_PROPERTIES[name].parse(raw)
     explicit[name] = raw
+
+
+_DERIVED_RULES: tuple[tuple[str, str, Callable[[int], bool]], ...] = (
+    ("retention.ms", "the retention time must be unlimited (-1) or at least 1 ms", lambda v: v == -1 or v >= 1),
+    ("segment.ms", "the roll time must be at least 1 ms", lambda v: v >= 1),
+    ("segment.jitter.ms", "the roll jitter must be at least 0 ms", lambda v: v >= 0),
+)
 
 
 def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]) -> None:

@@ -282,6 +282,8 @@ _SERVER = [
     _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
+    _p("max.request.partition.size.limit", INT, 2000, "Most partitions in one DescribeTopicPartitions answer.",
+       _POSITIVE),
     _p("socket.request.max.bytes", INT, 104857600, "Largest request frame accepted; larger ones close the connection.",
        _POSITIVE),
     _p("socket.send.buffer.bytes", INT, 102400, "SO_SNDBUF of client sockets; -1 keeps the OS default."),
@@ -444,16 +446,32 @@ _IGNORED = [
        note=_SINGLE_NODE_RF, ignored=True),
 ]
 
+_SHARE_GROUPS = [
+    _p("group.share.session.timeout.ms", INT, 45000, "A share-group member that has not heartbeated for this long is "
+       "removed and its acquired records released.", _POSITIVE),
+    _p("group.share.heartbeat.interval.ms", INT, 5000, "Heartbeat interval given to share-group members.", _POSITIVE),
+    _p("group.share.record.lock.duration.ms", INT, 30000, "How long acquired records stay locked to a member before "
+       "they can be delivered to another (share.record.lock.duration.ms per group).", _POSITIVE),
+    _p("group.share.delivery.count.limit", INT, 5, "Deliveries of a record after which it is archived instead of "
+       "released (share.delivery.count.limit per group).", Range(2, 10)),
+    _p("group.share.partition.max.record.locks", INT, 2000, "Most in-flight records of one share partition "
+       "(share.partition.max.record.locks per group).", Range(100, 10000)),
+    _p("group.share.max.size", INT, 200, "Most members in one share group.", Range(1, 1000)),
+    _p("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state (do not change "
+       "once in use).", _POSITIVE),
+]
+
 # fmt: on
 
 BROKER_PROPERTIES: dict[str, BrokerProperty] = {
-    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_TRANSACTIONS, *_IGNORED)
+    p.name: p for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_IGNORED)
 }
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
     ("Topics", tuple(_TOPICS)),
     ("Log (topic defaults)", tuple(_LOG)),
     ("Groups and offsets", tuple(_GROUPS)),
+    ("Share groups", tuple(_SHARE_GROUPS)),
     ("Transactions and producer ids", tuple(_TRANSACTIONS)),
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
 )

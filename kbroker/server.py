@@ -22,9 +22,8 @@ from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
-from kbroker.txn.states import producer_states
-from kbroker.txn.txn_indexes import transaction_indexes
 
 log = structlog.get_logger("kbroker.server")
 
@@ -58,11 +57,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
-    states = producer_states(broker)
-    states.preload(partition_log for _, partition_log in logs.logs())
-    txn_indexes = transaction_indexes(broker)
-    txn_indexes.preload(partition_log for _, partition_log in logs.logs())
     groups = start_group_coordinator(broker)
+    shares = start_share_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
     registry = await listeners.start(broker)
     stop = asyncio.Event()
@@ -72,7 +68,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     duties = [
         loop.create_task(logs.run(), name="log-duties"),
         loop.create_task(_sweep_connections(registry), name="connection-limits"),
-        loop.create_task(states.run(), name="producer-state-duties"),
     ]
     log.info(
         "broker_started",
@@ -90,6 +85,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
     listeners.close()
+    await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
@@ -99,8 +95,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     for task in duties:
         task.cancel()
     await asyncio.gather(*duties, return_exceptions=True)
-    states.snapshot_all()  # a clean restart then rebuilds producer state without scanning the logs
-    txn_indexes.checkpoint_all()  # likewise for the open transactions of each partition
     await logs.shutdown()
     log.info("broker_stopped")
     return 0

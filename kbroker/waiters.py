@@ -1,9 +1,10 @@
 """Long-poll fetches: a waiting Fetch sleeps on a future that appends wake (Kafka's DelayedFetch).
 
 A fetch that cannot be answered yet (fewer than min_bytes available) registers a
-FetchWait on every partition it reads. Whoever appends to a log calls
-``notify_append(broker, topic, partition, size)``; that adds the appended bytes to
-each waiter on the partition and completes the ones that reached min_bytes. A
+FetchWait on every partition it reads. FetchWaiters subscribes to every partition's
+on_append event (LogManager.on_append, fired by UnifiedLog after each append, whoever
+appends): the appended bytes are added to each waiter on the partition, and the ones
+that reached min_bytes complete. A
 timer completes the rest at max_wait_ms; ``wake_fetches`` completes them at once
 when a partition's log start moves or the partition goes away. Nothing polls: a waiting fetch is a
 dict entry, a future and a timer handle, and costs no CPU until one of them fires.
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.log import AppendInfo, UnifiedLog
 
 TopicPartition = tuple[str, int]
 
@@ -50,6 +52,13 @@ class FetchWaiters:
 
     def __len__(self) -> int:
         return len({w for waits in self._by_partition.values() for w in waits})
+
+    def on_append(self, log: UnifiedLog, _info: AppendInfo, size: int) -> None:
+        """UnifiedLog's on_append listener."""
+        waits = self._by_partition.get((log.topic, log.partition))
+        if waits:
+            for wait in list(waits):
+                wait.add(size)
 
     def notify(self, key: TopicPartition, size: int) -> None:
         waits = self._by_partition.get(key)
@@ -93,15 +102,9 @@ def fetch_waiters(broker: Broker) -> FetchWaiters:
     waiters = broker.extensions.get(_EXTENSION)
     if waiters is None:
         waiters = broker.extensions[_EXTENSION] = FetchWaiters()
+        broker.logs.on_append.append(waiters.on_append)
     assert isinstance(waiters, FetchWaiters)
     return waiters
-
-
-def notify_append(broker: Broker, topic: str, partition: int, size: int) -> None:
-    """Tell waiting fetches that `size` bytes were appended to topic-partition (call after every append)."""
-    waiters = broker.extensions.get(_EXTENSION)
-    if waiters is not None:
-        waiters.notify((topic, partition), size)  # type: ignore[attr-defined]
 
 
 def wake_fetches(broker: Broker, topic: str, partition: int) -> None:

@@ -551,3 +551,33 @@ def test_the_log_layer_accepts_every_topic_default() -> None:
     config = build(log_retention_hours="1", log_segment_bytes="1048576", kbroker_fsync_before_ack="true")
     log_config = LogConfig.from_properties(config.topic_defaults())
     assert (log_config.retention_ms, log_config.segment_bytes, log_config.fsync_before_ack) == (3600000, 1048576, True)
+
+
+# Apache Kafka 4.3.1 started with each of these (scripts/kafka_ref.py, one node): the accepted ones start, the
+# rejected ones stop in KafkaConfig.validateValues, which checks the values derived from the synonyms.
+@pytest.mark.parametrize(
+    ("props", "retention_ms"),
+    [
+        ({"log.retention.ms": "-5"}, -1),  # any negative time means unlimited
+        ({"log.retention.minutes": "-3"}, -1),
+        ({"log.retention.hours": "-1"}, -1),
+        ({"log.retention.ms": "1"}, 1),
+    ],
+)
+def test_negative_retention_means_unlimited_as_in_kafka(props: dict[str, str], retention_ms: int) -> None:
+    assert BrokerConfig.build(props).topic_default_values()["retention.ms"] == retention_ms
+
+
+@pytest.mark.parametrize(
+    ("props", "fragment"),
+    [
+        ({"log.retention.ms": "0"}, "invalid value 0 for log.retention.ms: the retention time must be unlimited"),
+        ({"log.retention.minutes": "0"}, "invalid value 0 for log.retention.minutes"),
+        ({"log.retention.hours": "0"}, "invalid value 0 for log.retention.hours"),
+        ({"log.roll.ms": "0"}, "invalid value 0 for log.roll.ms: the roll time must be at least 1 ms"),
+        ({"log.roll.jitter.ms": "-1"}, "invalid value -1 for log.roll.jitter.ms"),
+    ],
+)
+def test_derived_log_times_are_checked_as_kafka_does(props: dict[str, str], fragment: str) -> None:
+    with pytest.raises(ConfigError, match=fragment):
+        BrokerConfig.build(props)

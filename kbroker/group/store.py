@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 import structlog
 
-from kbroker.log import AppendInfo, KafkaStorageError, LogManager, PartitionLog, TopicExistsError
+from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, LogManager, TopicExistsError, UnifiedLog
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import InvalidRecordError, iter_batches
 
@@ -89,17 +89,18 @@ class OffsetsStore:
     # -- writes ------------------------------------------------------------------
     def append(
         self, group_id: str, entries: Sequence[Entry], *, producer_id: int = NO_PRODUCER_ID, producer_epoch: int = -1
-    ) -> tuple[PartitionLog, AppendInfo]:
+    ) -> tuple[UnifiedLog, AppendInfo]:
         """Write the entries of one group into its partition's log (page cache on return).
 
         With a producer id the batch is transactional (TxnOffsetCommit): pending until a marker.
         """
         self._ensure_topic()
         partition_log = self._log(self.partition_for(group_id))
-        return partition_log, partition_log.append(encode_batches(entries, producer_id, producer_epoch))
+        batch = encode_batches(entries, producer_id, producer_epoch)
+        return partition_log, partition_log.append_as_leader(batch, AppendOrigin.COORDINATOR)
 
     @staticmethod
-    async def wait_durable(partition_log: PartitionLog, info: AppendInfo) -> None:
+    async def wait_durable(partition_log: UnifiedLog, info: AppendInfo) -> None:
         """As an acks=all produce: fsynced first when the topic's kbroker.fsync.before.ack asks for it."""
         await partition_log.wait_for_ack(info, -1)
 
@@ -123,19 +124,19 @@ class OffsetsStore:
             log.warning("offsets_topic_partitions_adopted", configured=self.partitions, found=metadata.partitions)
             self.partitions = metadata.partitions
 
-    def _log(self, partition: int) -> PartitionLog:
-        partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+    def _log(self, partition: int) -> UnifiedLog:
+        partition_log = self.logs.get_partition(OFFSETS_TOPIC, partition)
         if partition_log is None:
             raise KafkaStorageError(f"{OFFSETS_TOPIC}-{partition} has no log")
         return partition_log
 
     # -- snapshots ------------------------------------------------------------------
     def needs_snapshot(self, partition: int) -> bool:
-        partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+        partition_log = self.logs.get_partition(OFFSETS_TOPIC, partition)
         if partition_log is None or partition in self.snapshotting:
             return False
         base = self._size_after_snapshot.get(partition, 0)
-        return partition_log.size_in_bytes > max(self.snapshot_min_bytes, 2 * base)
+        return partition_log.local.size_in_bytes > max(self.snapshot_min_bytes, 2 * base)
 
     async def snapshot(self, partition: int, live: list[Entry]) -> None:
         """Rewrite the partition as `live` (every current record of its groups) and drop older segments.
@@ -146,14 +147,14 @@ class OffsetsStore:
         partition_log = self._log(partition)
         self.snapshotting.add(partition)
         try:
-            partition_log.roll()
+            partition_log.local.roll()
             start = partition_log.log_end_offset
             if live:
-                partition_log.append(encode_batches(live))
-            await partition_log.flush()
-            partition_log.delete_records(start)
-            released = partition_log.delete_old_segments()
-            self._size_after_snapshot[partition] = partition_log.size_in_bytes
+                partition_log.append_as_leader(encode_batches(live), AppendOrigin.COORDINATOR)
+            await partition_log.local.flush()
+            partition_log.local.delete_records(start)
+            released = partition_log.local.delete_old_segments()
+            self._size_after_snapshot[partition] = partition_log.local.size_in_bytes
             log.info(
                 "offsets_snapshot_written",
                 partition=partition,
@@ -168,13 +169,13 @@ class OffsetsStore:
     def replay(self) -> Iterator[ReplayRecord]:
         """Every record and transaction marker of every partition, oldest first."""
         for partition in range(self.partitions):
-            partition_log = self.logs.get_log(OFFSETS_TOPIC, partition)
+            partition_log = self.logs.get_partition(OFFSETS_TOPIC, partition)
             if partition_log is not None:
                 yield from read_partition(partition_log, partition)
-                self._size_after_snapshot[partition] = partition_log.size_in_bytes
+                self._size_after_snapshot[partition] = partition_log.local.size_in_bytes
 
 
-def read_partition(partition_log: PartitionLog, partition: int) -> Iterator[ReplayRecord]:
+def read_partition(partition_log: UnifiedLog, partition: int) -> Iterator[ReplayRecord]:
     offset = partition_log.log_start_offset
     while offset < partition_log.log_end_offset:
         data = partition_log.read(offset, READ_CHUNK_BYTES).read()

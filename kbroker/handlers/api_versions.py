@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.features import FINALIZED_FEATURES_EPOCH, finalized_features, supported_features
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 
@@ -15,6 +16,13 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
         for h in sorted(ctx.broker.handlers.values(), key=lambda h: h.api_key)
     ]
-    # No finalized features: in particular transaction.version stays below 2, so clients keep
-    # the classic transaction protocol (see docs/protocol.md).
-    return {"error_code": 0, "api_keys": keys, "throttle_time_ms": 0}
+    # transaction.version stays below 2, so clients keep the classic transaction protocol
+    # (kbroker/features.py).
+    return {
+        "error_code": 0,
+        "api_keys": keys,
+        "throttle_time_ms": 0,
+        "supported_features": supported_features(ctx.api_version),
+        "finalized_features_epoch": FINALIZED_FEATURES_EPOCH,
+        "finalized_features": finalized_features(),
+    }

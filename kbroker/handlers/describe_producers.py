@@ -8,7 +8,6 @@ from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
-from kbroker.txn import producer_states
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -23,11 +22,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index))
     try:
-        state = producer_states(ctx.broker).for_log(log)
+        state = log.producer_state()
     except KafkaStorageError as error:
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, str(error))
     producers = [

@@ -2,7 +2,7 @@
 
 As in Kafka (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages):
 - every requested partition is in the answer, with its high watermark, last stable
-  offset (kbroker.txn.txn_indexes: below the first open transaction), log start offset
+  offset (the partition's UnifiedLog: below the first open transaction), log start offset
   and, for read_committed, the aborted transactions overlapping the returned data
   (Kafka's collectAbortedTransactions; null for read_uncommitted);
 - read_committed reads stop at the last stable offset;
@@ -29,10 +29,8 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
-from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError
+from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError, UnifiedLog
 from kbroker.sendfile import FileChunk
-from kbroker.txn.transaction_index import PartitionTxnIndex
-from kbroker.txn.txn_indexes import transaction_indexes
 from kbroker.waiters import fetch_waiters
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -87,14 +85,13 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     total = 0
     failed = False
     read_committed = request["isolation_level"] == READ_COMMITTED
-    indexes = transaction_indexes(ctx.broker)
     responses = []
     for topic in request["topics"]:
         name = topic["topic"]
         partitions = []
         for p in topic["partitions"]:
             index = p["partition"]
-            log = logs.get_log(name, index)
+            log = logs.get_partition(name, index)
             code = _leader_epoch_error(p["current_leader_epoch"])
             if log is None:
                 code = missing_log_error(ctx, name, index)
@@ -105,8 +102,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             assert log is not None
             fetch_offset = p["fetch_offset"]
             try:
-                txn_index = indexes.for_log(log)
-                last_stable = txn_index.last_stable_offset()
+                last_stable = log.last_stable_offset()
                 result = log.read(
                     fetch_offset,
                     min(p["partition_max_bytes"], limit),
@@ -134,7 +130,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                     "high_watermark": result.high_watermark,
                     "last_stable_offset": last_stable,
                     "log_start_offset": result.log_start_offset,
-                    "aborted_transactions": _aborted(txn_index, fetch_offset, result, last_stable)
+                    "aborted_transactions": _aborted(log, fetch_offset, result, last_stable)
                     if read_committed
                     else None,
                     "preferred_read_replica": -1,
@@ -146,14 +142,13 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     return response, total, failed
 
 
-def _aborted(index: PartitionTxnIndex, fetch_offset: int, result: LogReadResult, bound: int) -> list[dict[str, int]]:
+def _aborted(log: UnifiedLog, fetch_offset: int, result: LogReadResult, bound: int) -> list[dict[str, int]]:
     """The aborted transactions a read_committed consumer needs to filter the returned batches."""
     if result.region is None:
         return []
     upper = _next_offset(result, bound)
     return [
-        {"producer_id": t.producer_id, "first_offset": t.first_offset}
-        for t in index.collect_aborted(fetch_offset, upper)
+        {"producer_id": t.producer_id, "first_offset": t.first_offset} for t in log.collect_aborted(fetch_offset, upper)
     ]
 
 

@@ -1,8 +1,13 @@
-"""ListOffsets (2), versions 1-7: offsets by timestamp, as Kafka's leader answers them.
+"""ListOffsets (2), versions 1-11: offsets by timestamp, as Kafka's leader answers them.
 
 -2 earliest: the log start offset; -1 latest: the high watermark (for read_committed
-the last stable offset, kbroker.txn.txn_indexes); -3 (v7+) the record with the largest
-timestamp; a timestamp T >= 0: the first record whose timestamp is >= T, found inside its
+the last stable offset, from the partition's UnifiedLog); -3 (v7+) the record with the largest
+timestamp; -4 (v8+) the local log start offset, which without tiered storage is the log
+start offset; -5 latest tiered (v9+) and -6 earliest pending upload (v11+) are answered as
+Kafka answers them for a topic without remote storage: no error, offset, timestamp and leader
+epoch -1. A sentinel newer than the request's version, or an unknown negative timestamp, gets
+UNSUPPORTED_VERSION for that partition (Kafka's ReplicaManager check). v10's TimeoutMs only
+bounds remote reads, so it is ignored. A timestamp T >= 0: the first record whose timestamp is >= T, found inside its
 batch; timestamp and offset -1 when no record qualifies, or (read_committed) when the one
 found is at or past the last stable offset, as Kafka bounds lookups by the last fetchable offset.
 Answers carry leader epoch 0, the only epoch. A partition listed twice gets
@@ -18,17 +23,28 @@ from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, KafkaStorageError
-from kbroker.log.partition_log import EARLIEST_LOCAL_TIMESTAMP
-from kbroker.txn.txn_indexes import transaction_indexes
+from kbroker.log.partition_log import EARLIEST_LOCAL_TIMESTAMP, LATEST_TIERED_TIMESTAMP, MAX_TIMESTAMP
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import TimestampAndOffset
 
 LEADER_EPOCH = 0
 READ_COMMITTED = 1
+EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
+# The first version that may carry each sentinel timestamp.
+SENTINEL_MIN_VERSION = {
+    EARLIEST_TIMESTAMP: 1,
+    LATEST_TIMESTAMP: 1,
+    MAX_TIMESTAMP: 7,
+    EARLIEST_LOCAL_TIMESTAMP: 8,
+    LATEST_TIERED_TIMESTAMP: 9,
+    EARLIEST_PENDING_UPLOAD_TIMESTAMP: 11,
+}
+# Answered without a log lookup: kbroker has no remote storage.
+REMOTE_ONLY = (LATEST_TIERED_TIMESTAMP, EARLIEST_PENDING_UPLOAD_TIMESTAMP)
 
 
-@handles(ApiKey.LIST_OFFSETS, "1-7")
+@handles(ApiKey.LIST_OFFSETS, "1-11")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = request["topics"]
     seen = Counter((t["name"], p["partition_index"]) for t in topics for p in t["partitions"])
@@ -41,24 +57,30 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             if seen[(name, p["partition_index"])] > 1:
                 partitions.append(_error(p["partition_index"], ErrorCode.INVALID_REQUEST))
             else:
-                partitions.append(_list_offset(ctx, name, p, read_committed))
+                partitions.append(_list_offset(ctx, name, p, read_committed, ctx.api_version))
         answer.append({"name": name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": answer}
 
 
-def _list_offset(ctx: RequestContext, topic: str, partition: dict[str, Any], read_committed: bool) -> dict[str, Any]:
+def _list_offset(
+    ctx: RequestContext, topic: str, partition: dict[str, Any], read_committed: bool, version: int
+) -> dict[str, Any]:
     index = partition["partition_index"]
-    log = ctx.broker.logs.get_log(topic, index)
+    timestamp = partition["timestamp"]
+    if timestamp < 0 and version < SENTINEL_MIN_VERSION.get(timestamp, 1 << 15):
+        return _error(index, ErrorCode.UNSUPPORTED_VERSION)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index))
     epoch = partition["current_leader_epoch"]
     if epoch != -1 and epoch != LEADER_EPOCH:
         return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)
-    timestamp = partition["timestamp"]
+    if timestamp in REMOTE_ONLY:
+        return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
     try:
-        found = log.fetch_offset_by_timestamp(timestamp)
+        found = log.local.fetch_offset_by_timestamp(timestamp)
         if read_committed and timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
-            last_stable = transaction_indexes(ctx.broker).for_log(log).last_stable_offset()
+            last_stable = log.last_stable_offset()
             if timestamp == LATEST_TIMESTAMP:
                 found = TimestampAndOffset(-1, last_stable)
             elif found is not None and found.offset >= last_stable:

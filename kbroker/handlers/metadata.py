@@ -45,7 +45,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: bool) -> dict[str, Any]:
     name = topic["name"]
-    if name is None:
+    if name is None:  # a lookup by topic id (v10+), as share consumers resolve their assignments
+        for known, meta in ctx.broker.logs.topics().items():
+            if meta.topic_id.bytes == topic["topic_id"]:
+                return topic_metadata(ctx, known)
         return _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, "", topic["topic_id"])
     if ctx.broker.logs.topic(name) is not None:
         return topic_metadata(ctx, name)

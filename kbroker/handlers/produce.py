@@ -14,8 +14,9 @@ a producer id (INVALID_RECORD). Only the 61-byte header is read: records are nev
 decoded (so record-level timestamp and compacted-key checks are not made).
 
 Producer ids: until InitProducerId is served, no client can own one, so batches
-carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, idempotent
-batches go through the partition's producer state (kbroker/txn): a duplicate of one
+carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, the batch goes to
+the partition's `append_as_leader` (kbroker/log/unified_log.py), whose producer state answers a
+duplicate of one
 of the producer's last 5 batches is answered with its original offsets and not
 appended; a gap or a stale epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER,
 INVALID_PRODUCER_EPOCH). A transactional batch must belong to its producer's ongoing
@@ -36,10 +37,9 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
-from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog, RecordTooLargeError
-from kbroker.txn import DuplicateBatch, ProducerStateError, producer_states
+from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
+from kbroker.log.producer_state import ProducerStateError
 from kbroker.txn.runtime import transaction_coordinator
-from kbroker.waiters import notify_append
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordError, RecordBatch
@@ -66,7 +66,7 @@ class PartitionError(Exception):
 @handles(ApiKey.PRODUCE, "3-11", advertise_min=0)
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     acks = request["acks"]
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]] = []
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
     failed = False
     responses = []
     for topic in request["topic_data"]:
@@ -95,10 +95,10 @@ def _produce_partition(
     topic: str,
     partition: dict[str, Any],
     acks: int,
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
 ) -> dict[str, Any]:
     index = partition["index"]
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
     if topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
@@ -106,14 +106,7 @@ def _produce_partition(
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch, topic, index)
-        state = producer_states(ctx.broker).for_log(log) if batch.has_producer_id else None
-        duplicate = state.check(batch) if state is not None else None
-        if duplicate is not None:
-            info = _duplicate_info(log, duplicate)
-        else:
-            info = log.append(batch.view(), leader_epoch=LEADER_EPOCH)  # type: ignore[arg-type]  # a writable view
-            if state is not None:
-                state.record(batch, info.base_offset, info.max_timestamp)
+        info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=LEADER_EPOCH)
     except (PartitionError, ProducerStateError) as error:
         return _error(index, error.code, log, error.message)
     except RecordTooLargeError as error:
@@ -123,8 +116,6 @@ def _produce_partition(
     except KafkaStorageError as error:
         ctx.log.error("produce_storage_error", topic=topic, partition=index, error=str(error))
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR, log, None)
-    if duplicate is None:
-        notify_append(ctx.broker, topic, index, batch.size)
     result = {
         "index": index,
         "error_code": 0,
@@ -202,15 +193,7 @@ def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: 
             raise PartitionError(code, "the partition is not part of the producer's ongoing transaction")
 
 
-def _duplicate_info(log: PartitionLog, duplicate: DuplicateBatch) -> AppendInfo:
-    """The answer to a retried batch: its original offsets (Kafka also reports its stored timestamp)."""
-    append_time = duplicate.timestamp if log.config.log_append_time else -1
-    return AppendInfo(
-        duplicate.base_offset, duplicate.last_offset, append_time, log.log_start_offset, duplicate.timestamp, False
-    )
-
-
-def _error(index: int, code: ErrorCode, log: PartitionLog | None, message: str | None) -> dict[str, Any]:
+def _error(index: int, code: ErrorCode, log: UnifiedLog | None, message: str | None) -> dict[str, Any]:
     return {
         "index": index,
         "error_code": int(code),
@@ -224,12 +207,12 @@ def _error(index: int, code: ErrorCode, log: PartitionLog | None, message: str |
 
 async def _after_flush(
     ctx: RequestContext,
-    pending: list[tuple[dict[str, Any], PartitionLog, AppendInfo]],
+    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
     response: dict[str, Any],
 ) -> dict[str, Any]:
     """Answer once every appended partition that needs it is fsynced (one group commit per log)."""
     outcomes = await asyncio.gather(
-        *(log.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
+        *(log.local.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
     )
     for (result, log, _), outcome in zip(pending, outcomes, strict=True):
         if isinstance(outcome, BaseException):

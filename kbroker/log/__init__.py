@@ -4,6 +4,8 @@ Layers (one noun each, as in Kafka's storage module):
   LogSegment (segment.py)     one .log file + sparse .index and .timeindex (index.py)
   load_segments (loader.py)   startup: open segments, recover after an unclean stop
   PartitionLog                offsets, append, read, timestamps, retention, group commit (flush.py)
+  UnifiedLog (unified_log.py) the partition every writer appends through: producer state (producer_state.py,
+                              snapshots), aborted-transaction index (txn_index.py), one on_append event
   LogManager                  data dir, topic metadata, checkpoints, clean-shutdown marker, periodic duties
 
 Public API (all on the event loop thread; only fsyncs run in the manager's executor):
@@ -23,7 +25,9 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
     .create_partitions(name, total) -> TopicMetadata
     .set_topic_configs(name, configs) -> TopicMetadata     replaces the override set
     .delete_topic(name) -> None
-    .get_log(topic, partition) -> PartitionLog | None
+    .get_log(topic, partition) -> PartitionLog | None          the local log: reads, retention (tools, tests)
+    .get_partition(topic, partition) -> UnifiedLog | None      appends go through this
+    .on_append: list of (UnifiedLog, AppendInfo, size) -> None  every partition's append event (fetch waiters)
     .topic(name) -> TopicMetadata | None;  .topics() -> dict[str, TopicMetadata];  .topic_config(name) -> LogConfig
     .logs() -> Iterator[((topic, partition), PartitionLog)]
     await .run() -> None                periodic duties until cancelled (flush.ms, retention, checkpoints, deletes)
@@ -44,6 +48,12 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
     .log_start_offset, .log_end_offset, .high_watermark, .recovery_point, .size_in_bytes
     .offline: str | None                         set after a failed fsync: appends raise LogOfflineError
     await .shutdown();  .close()
+
+  UnifiedLog(local, producer_config=None, on_append=None)
+    .append_as_leader(records, origin=AppendOrigin.CLIENT) -> AppendInfo   RecordBatch (CLIENT) or buffer
+    .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs
+    .producer_state() -> ProducerStateManager;  .last_stable_offset();  .collect_aborted(fetch, upper)
+    .read(...), .wait_for_ack(...), .log_start_offset, .log_end_offset, .high_watermark, .config, .local
 
 Errors (errors.py): KafkaStorageError and its LogOfflineError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRangeError
 (-> OFFSET_OUT_OF_RANGE), RecordTooLargeError (-> MESSAGE_TOO_LARGE), InvalidConfigError (-> INVALID_CONFIG),
@@ -74,12 +84,14 @@ from kbroker.log.partition_log import (
     LogReadResult,
     PartitionLog,
 )
+from kbroker.log.unified_log import AppendOrigin, ProducerStateConfig, UnifiedLog
 
 __all__ = [
     "EARLIEST_TIMESTAMP",
     "LATEST_TIMESTAMP",
     "MAX_TIMESTAMP",
     "AppendInfo",
+    "AppendOrigin",
     "FileRegion",
     "InvalidConfigError",
     "InvalidTopicError",
@@ -91,9 +103,11 @@ __all__ = [
     "LogReadResult",
     "OffsetOutOfRangeError",
     "PartitionLog",
+    "ProducerStateConfig",
     "RecordTooLargeError",
     "TopicExistsError",
     "TopicMetadata",
+    "UnifiedLog",
     "UnknownTopicOrPartitionError",
     "from_broker_properties",
     "to_properties",

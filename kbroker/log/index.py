@@ -22,10 +22,10 @@ from itertools import islice
 from pathlib import Path
 
 from kbroker.log.errors import LogError
+from kbroker.log.scan import MAX_RELATIVE_OFFSET
 
 OFFSET_ENTRY = struct.Struct(">II")
 TIME_ENTRY = struct.Struct(">qI")
-MAX_RELATIVE_OFFSET = 0xFFFFFFFF
 
 
 class IndexCorruptError(LogError):

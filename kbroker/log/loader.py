@@ -3,14 +3,16 @@
 After a clean shutdown only the active segment's tail is read (and a bad
 one still falls back to recovery). After an unclean stop every segment from
 the one holding the recovery point onwards is scanned: header, magic,
-CRC-32C, offsets increasing; indexes are rebuilt; the log is cut at the first
-invalid byte and every later segment is removed.
+CRC-32C, offsets strictly increasing (gaps allowed); indexes are rebuilt; a
+damaged segment is cut at its first invalid byte. The segments after a
+damaged or missing one are kept: the lost range becomes a gap, logged with
+its offsets (`log_offset_gaps`), and reads skip it to the next batch.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import structlog
@@ -38,6 +40,8 @@ class RecoveryStats:
     bytes_scanned: int = 0
     bytes_truncated: int = 0
     segments_deleted: int = 0
+    segments_damaged: int = 0  # cut at an invalid byte though not the newest
+    gaps: list[tuple[int, int]] = field(default_factory=list)  # [from, to) offsets between segments
     duration_ms: float = 0.0
     reason: str | None = None
 
@@ -82,11 +86,13 @@ def load_segments(
     if clean_shutdown:
         try:
             segments[-1].ensure_indexes()
+            _log_gaps(directory, segments, stats)
             return segments, stats
         except SegmentCorruptError as error:
             log.warning("clean_shutdown_log_invalid", directory=str(directory), error=str(error))
             recovery_point = min(recovery_point, segments[-1].base_offset)
     _recover(segments, recovery_point, stats)
+    _log_gaps(directory, segments, stats)
     stats.duration_ms = (time.perf_counter() - started) * 1000
     log.info(
         "log_recovered",
@@ -96,6 +102,7 @@ def load_segments(
         bytes_scanned=stats.bytes_scanned,
         bytes_truncated=stats.bytes_truncated,
         segments_deleted=stats.segments_deleted,
+        segments_damaged=stats.segments_damaged,
         reason=stats.reason,
         duration_ms=round(stats.duration_ms, 3),
         scan_mb_per_s=round(stats.bytes_scanned / max(stats.duration_ms, 1e-3) / 1000, 1),
@@ -103,8 +110,27 @@ def load_segments(
     return segments, stats
 
 
+def _log_gaps(directory: Path, segments: list[LogSegment], stats: RecoveryStats) -> None:
+    """Find the offsets missing between consecutive segments and log them in one event.
+
+    This broker has no compaction yet, so a segment ending below the next one's base offset
+    means data was lost there (a deleted or damaged segment). Reads skip the gap."""
+    for previous, segment in zip(segments, segments[1:], strict=False):
+        end = previous.known_next_offset()
+        if end is not None and end < segment.base_offset:
+            stats.gaps.append((end, segment.base_offset))
+    if stats.gaps:
+        log.error(
+            "log_offset_gaps",
+            directory=str(directory),
+            gaps=[list(gap) for gap in stats.gaps],
+            offsets_missing=sum(to - start for start, to in stats.gaps),
+        )
+
+
 def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoveryStats) -> None:
-    """Scan from the segment holding the recovery point; cut at the first invalid byte."""
+    """Scan from the segment holding the recovery point. A damaged segment is cut at its first
+    invalid byte; the later segments stay (a gap, not a reason to drop intact data)."""
     first = 0
     for i, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
@@ -114,28 +140,26 @@ def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoverySta
         previous = segments[first - 1]
         previous.ensure_indexes()
         expected = previous.next_offset
-    i = first
-    while i < len(segments):
-        segment = segments[i]
-        if expected is not None and segment.base_offset != expected:
-            stats.reason = f"segment {segment.base_offset} does not follow offset {expected}"
-            i -= 1
-            break
+    doomed: list[LogSegment] = []
+    for segment in segments[first:]:
+        if expected is not None and segment.base_offset < expected:
+            # offsets already in the log before it: not a log this broker wrote
+            stats.reason = f"segment {segment.base_offset} overlaps offsets below {expected}"
+            doomed.append(segment)
+            continue
         result = segment.recover()
         stats.segments_scanned += 1
         stats.bytes_scanned += result.bytes_scanned
         stats.bytes_truncated += result.bytes_truncated
         if result.reason is not None:
             stats.reason = result.reason
-            break
+            if segment is not segments[-1]:
+                stats.segments_damaged += 1
         expected = segment.next_offset
-        i += 1
-    for segment in segments[i + 1 :]:
+    # an empty segment stays only as the active one (its base offset keeps the log end offset)
+    doomed += [s for s in segments[:-1] if s.size == 0 and s not in doomed]
+    for segment in doomed:
         stats.bytes_truncated += segment.size
         stats.segments_deleted += 1
+        segments.remove(segment)
         segment.destroy()
-    del segments[i + 1 :]
-    # an empty trailing segment stays only as the active one
-    while len(segments) > 1 and segments[-1].size == 0:
-        segments.pop().destroy()
-        stats.segments_deleted += 1

@@ -41,6 +41,7 @@ from kbroker.log.metadata import (
 )
 from kbroker.log.partition_log import PartitionLog
 from kbroker.log.segment import now_ms
+from kbroker.log.unified_log import AppendListener, ProducerStateConfig, UnifiedLog
 
 log = structlog.get_logger(__name__)
 
@@ -67,6 +68,7 @@ class LogManager:
         retention_check_interval_ms: int = 300_000,
         checkpoint_interval_ms: int = 60_000,
         flush_check_interval_ms: int = 1_000,
+        producer_state: ProducerStateConfig | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
         self.default_config = default_config or LogConfig()
@@ -75,10 +77,14 @@ class LogManager:
         self.retention_check_interval_ms = retention_check_interval_ms
         self.checkpoint_interval_ms = checkpoint_interval_ms
         self.flush_check_interval_ms = flush_check_interval_ms
+        self.producer_state_config = producer_state or ProducerStateConfig()
+        # every partition's on_append event (UnifiedLog): listeners(log, info, size) subscribe here once
+        self.on_append: list[AppendListener] = []
         self.had_clean_shutdown = False
+        self.fresh_directory = False  # nothing was ever stored here: no recovery to speak of
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, LogConfig] = {}
-        self._logs: dict[TopicPartition, PartitionLog] = {}
+        self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._retired: list[tuple[int, PartitionLog, Path]] = []  # deleted topics' logs: close after, moved to
         self.offline_partitions: dict[TopicPartition, str] = {}  # could not be loaded: KAFKA_STORAGE_ERROR
 
@@ -89,6 +95,8 @@ class LogManager:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         marker = self.data_dir / CLEAN_SHUTDOWN_FILE
         self.had_clean_shutdown = marker.exists()
+        # Every start writes the recovery-point checkpoint, so its absence means no broker ever ran here.
+        self.fresh_directory = not self.had_clean_shutdown and not (self.data_dir / RECOVERY_POINT_CHECKPOINT).exists()
         recovery_points = read_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
         deleting = self._remove_deleted_dirs()
@@ -114,11 +122,18 @@ class LogManager:
         log.info(
             "log_manager_started",
             data_dir=str(self.data_dir),
-            clean_shutdown=self.had_clean_shutdown,
+            **({"fresh_directory": True} if self.fresh_directory else {"clean_shutdown": self.had_clean_shutdown}),
             topics=len(self._topics),
             partitions=len(self._logs),
+            producer_state_batches_scanned=self._producer_state_batches_scanned(),
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
+
+    def _producer_state_batches_scanned(self) -> int:
+        return sum(u.last_load.batches_scanned for u in self._logs.values() if u.last_load is not None)
+
+    def _unified(self, local: PartitionLog) -> UnifiedLog:
+        return UnifiedLog(local, self.producer_state_config, self.on_append)
 
     def _remove_deleted_dirs(self) -> set[str]:
         topics = set()
@@ -161,7 +176,7 @@ class LogManager:
         elif partition >= metadata.partitions:
             metadata.partitions = partition + 1
             write_topic(self.data_dir, metadata)
-        self._logs[tp] = PartitionLog.open(
+        local = PartitionLog.open(
             directory,
             self._configs[topic],
             log_start_offset=start,
@@ -169,10 +184,14 @@ class LogManager:
             clean_shutdown=self.had_clean_shutdown,
             executor=self.executor,
         )
+        self._logs[tp] = self._unified(local)
 
     async def shutdown(self) -> None:
-        """Orderly stop: flush every log, write checkpoints, then the clean-shutdown marker."""
-        logs = list(self._logs.values())
+        """Orderly stop: snapshot producer states, flush every log, write checkpoints, then the
+        clean-shutdown marker."""
+        for unified in self._logs.values():
+            unified.take_snapshot()  # a clean restart then rebuilds producer state without scanning
+        logs = [unified.local for unified in self._logs.values()]
         results = await asyncio.gather(*(p.shutdown() for p in logs), return_exceptions=True)
         failures = [result for result in results if isinstance(result, BaseException)]
         if failures:  # no clean-shutdown marker: the next start recovers
@@ -189,8 +208,8 @@ class LogManager:
 
     def abort(self) -> None:
         """Close every file without flushing or marking a clean stop: the next start recovers."""
-        for partition_log in self._logs.values():
-            partition_log.release_files()
+        for unified in self._logs.values():
+            unified.local.release_files()
         self._close_retired(force=True)
         if self._own_executor:
             self.executor.shutdown(wait=True)
@@ -228,9 +247,9 @@ class LogManager:
             shutil.rmtree(directory)  # a leftover: topics are created empty
         directory.mkdir()
         write_partition_metadata(directory, metadata.topic_id)
-        partition_log = PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor)
-        self._logs[(metadata.name, partition)] = partition_log
-        return partition_log
+        unified = self._unified(PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor))
+        self._logs[(metadata.name, partition)] = unified
+        return unified.local
 
     def create_partitions(self, name: str, total: int) -> TopicMetadata:
         """CreatePartitions: grow the topic to `total` partitions."""
@@ -253,9 +272,9 @@ class LogManager:
         metadata.configs = overrides
         write_topic(self.data_dir, metadata)
         self._configs[name] = config
-        for (topic, _), partition_log in self._logs.items():
+        for (topic, _), unified in self._logs.items():
             if topic == name:
-                partition_log.update_config(config)
+                unified.local.update_config(config)
         return metadata
 
     def delete_topic(self, name: str) -> None:
@@ -264,9 +283,11 @@ class LogManager:
         metadata = self._require_topic(name)
         delay = self._configs[name].file_delete_delay_ms
         for partition in range(metadata.partitions):
-            partition_log = self._logs.pop((name, partition), None)
-            if partition_log is None:
+            unified = self._logs.pop((name, partition), None)
+            if unified is None:
                 continue
+            unified.mark_deleted()  # its state goes, and it writes nothing into the (renamed) directory
+            partition_log = unified.local
             suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
             target = self.data_dir / (name[: MAX_FILE_NAME - len(suffix)] + suffix)  # long names cut, as Kafka does
             partition_log.directory.rename(target)
@@ -297,7 +318,16 @@ class LogManager:
 
     # -- lookups -------------------------------------------------------
     def get_log(self, topic: str, partition: int) -> PartitionLog | None:
+        """The partition's local log (segments, reads, retention): append through get_partition."""
+        unified = self._logs.get((topic, partition))
+        return unified.local if unified is not None else None
+
+    def get_partition(self, topic: str, partition: int) -> UnifiedLog | None:
+        """The partition every writer appends through (producer state, transaction index, on_append)."""
         return self._logs.get((topic, partition))
+
+    def partitions(self) -> Iterator[tuple[TopicPartition, UnifiedLog]]:
+        return iter(list(self._logs.items()))
 
     def topic(self, name: str) -> TopicMetadata | None:
         return self._topics.get(name)
@@ -310,7 +340,7 @@ class LogManager:
         return self._configs[name]
 
     def logs(self) -> Iterator[tuple[TopicPartition, PartitionLog]]:
-        return iter(list(self._logs.items()))
+        return iter([(tp, unified.local) for tp, unified in self._logs.items()])
 
     # -- periodic duties -----------------------------------------------
     def run_retention(self, now: int | None = None) -> int:
@@ -342,6 +372,11 @@ class LogManager:
             if isinstance(result, Exception):
                 log.error("flush_failed", error=str(result))
 
+    def tick_producer_states(self) -> None:
+        """Snapshot the producer state of partitions that moved on; expire idle producers where due."""
+        for _, unified in self.partitions():
+            unified.tick()
+
     def checkpoint_offsets(self) -> tuple[dict[TopicPartition, int], dict[TopicPartition, int]]:
         """(recovery points, log start offsets) of every log, as the checkpoints will hold them."""
         points = {tp: partition_log.recovery_point for tp, partition_log in self.logs()}
@@ -359,6 +394,7 @@ class LogManager:
         now = now_ms()
         next_retention = now + self.retention_check_interval_ms
         next_checkpoint = now + self.checkpoint_interval_ms
+        next_snapshot = now + self.producer_state_config.snapshot_interval_ms
         while True:
             await asyncio.sleep(self.flush_check_interval_ms / 1000)
             now = now_ms()
@@ -368,6 +404,9 @@ class LogManager:
                     next_retention = now + self.retention_check_interval_ms
                     self.run_retention(now)
                 self.purge_deleted(now)
+                if now >= next_snapshot:
+                    next_snapshot = now + self.producer_state_config.snapshot_interval_ms
+                    self.tick_producer_states()
                 if now >= next_checkpoint:
                     next_checkpoint = now + self.checkpoint_interval_ms
                     await loop.run_in_executor(self.executor, self.write_checkpoints, self.checkpoint_offsets())

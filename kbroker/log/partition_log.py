@@ -337,9 +337,10 @@ class PartitionLog:
     def read(
         self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
     ) -> LogReadResult:
-        """Whole batches from the one holding `fetch_offset`, up to `max_bytes` (but always one
-        batch when `min_one_batch`), below `max_offset` (default: the high watermark), from one
-        segment. Raises OffsetOutOfRangeError outside [log start offset, log end offset]."""
+        """Whole batches from the one holding `fetch_offset` (in an offset gap: the next one), up to
+        `max_bytes` (but always one batch when `min_one_batch`), below `max_offset` (default: the
+        high watermark), from one segment. Raises OffsetOutOfRangeError outside
+        [log start offset, log end offset]."""
         self._check_offset(fetch_offset)
         bound = self.high_watermark if max_offset is None else min(max_offset, self.high_watermark)
         i = self._segment_for(fetch_offset)

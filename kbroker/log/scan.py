@@ -3,6 +3,12 @@
 `iter_headers` reads batch headers only (reads, lookups, clean loads);
 `scan_and_index` walks a whole segment, checking each batch's CRC-32C and
 offsets and rebuilding its indexes (recovery, index rebuilds).
+
+Offsets strictly increase but need not be dense: compaction, aborted
+transactions and a follower's truncation leave gaps, so a batch may start
+anywhere above the previous batch's last offset, and a segment's first batch
+anywhere at or above the segment's base offset. A lookup for an offset inside
+a gap finds the next batch, as Kafka's does.
 Both read the file in large chunks so the per-batch cost stays a few
 Python operations.
 """
@@ -20,6 +26,7 @@ import crc32c
 from protocol.records import CRC_START, HEADER, HEADER_SIZE, LOG_OVERHEAD
 
 HEADER_CHUNK = 16 * 1024
+MAX_RELATIVE_OFFSET = 0xFFFFFFFF  # a segment's offsets lie in [base offset, base offset + this]
 RECOVERY_CHUNK = 8 * 1024 * 1024
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
@@ -169,7 +176,8 @@ def scan_and_index(
     chunk_size: int = RECOVERY_CHUNK,
 ) -> ScanResult:
     """Walk a whole segment, checking every batch (header, CRC-32C when `verify_crc`,
-    dense offsets from `base_offset`) and filling empty indexes as appends would.
+    base offsets strictly increasing from `base_offset`, gaps allowed) and filling
+    empty indexes as appends would.
 
     One tight loop, large preads: recovery's cost per batch is a few Python operations.
     An OSError propagates: a failing disk is not a reason to cut the log.
@@ -180,6 +188,7 @@ def scan_and_index(
     position = since = 0
     next_offset = offset_of_max = base_offset
     max_timestamp = -1
+    max_offset = base_offset + MAX_RELATIVE_OFFSET  # what the segment's indexes can hold
     unpack = _SCAN_HEADER.unpack_from
     crc_of = crc32c.crc32c
     error = None
@@ -210,8 +219,8 @@ def scan_and_index(
                 relative = 0
             if verify_crc and crc_of(view[relative + CRC_START : relative + size]) != crc:
                 raise InvalidBatchError(position, "CRC-32C mismatch")
-            if base != next_offset:
-                raise InvalidBatchError(position, f"base offset {base}, expected {next_offset}")
+            if base < next_offset or base + delta > max_offset:
+                raise InvalidBatchError(position, f"base offset {base}, expected {next_offset} to {max_offset}")
             if batch_max_timestamp > max_timestamp:
                 max_timestamp, offset_of_max = batch_max_timestamp, base
             if since >= index_interval:

@@ -17,7 +17,7 @@ import structlog
 
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError
-from kbroker.log.index import IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
+from kbroker.log.index import OFFSET_ENTRY, IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
 from kbroker.log.scan import (
     BatchHeader,
     InvalidBatchError,
@@ -146,6 +146,39 @@ class LogSegment:
                 self.max_timestamp, self.offset_of_max_timestamp = header.max_timestamp, header.base_offset
             self.next_offset = header.next_offset
 
+    def known_next_offset(self) -> int | None:
+        """The offset after the last batch (None: the log is unreadable), reading as little as
+        possible: the last offset index entry and the headers after it when the indexes are not loaded."""
+        if not self.indexes_loaded:
+            peeked = self._peek_next_offset()
+            if peeked is not None:
+                return peeked
+        try:
+            self.ensure_indexes()
+        except SegmentCorruptError:
+            return None
+        return self.next_offset
+
+    def _peek_next_offset(self) -> int | None:
+        try:
+            fd = os.open(self.offset_index.path, os.O_RDONLY)
+            try:
+                size = os.fstat(fd).st_size
+                entry = os.pread(fd, OFFSET_ENTRY.size, size - OFFSET_ENTRY.size) if size >= OFFSET_ENTRY.size else b""
+            finally:
+                os.close(fd)
+            relative, position = OFFSET_ENTRY.unpack(entry) if len(entry) == OFFSET_ENTRY.size else (0, 0)
+            if position > 0 and position >= self.size:
+                return None
+            next_offset = self.base_offset
+            for header in iter_headers(self.fd, position, self.size):
+                if header.position == position and position > 0 and header.base_offset != self.base_offset + relative:
+                    return None
+                next_offset = header.next_offset
+            return next_offset
+        except (OSError, InvalidBatchError):
+            return None
+
     def _verify_time_index(self) -> None:
         last = self.time_index.last_entry()
         if last is None:
@@ -251,7 +284,7 @@ class LogSegment:
 
     # -- recovery ------------------------------------------------------
     def recover(self) -> SegmentRecovery:
-        """Check every batch (CRC, dense offsets from the base offset), rebuild the indexes, cut at the first bad byte."""
+        """Check every batch (CRC, offsets increasing from the base offset), rebuild the indexes, cut at the first bad byte."""
         error = self._scan(verify_crc=True)
         valid_end = self._scan_end
         truncated = self.size - valid_end

@@ -2,9 +2,9 @@
 
 For each partition of the transaction: a control batch (transactional + control bits,
 producer id and epoch, one record: key = version 0 + type, value = version 0 +
-coordinator epoch) is appended, the partition's producer state records it (ending the
-producer's open transaction there, see ProducerStateManager.record_marker), waiting
-fetches are woken, and `on_marker(topic, partition, producer_id, commit)` is called
+coordinator epoch) is appended through the partition's `append_as_leader(..., MARKER)`
+(its producer state ends the producer's open transaction there, an ABORT enters the
+aborted index, waiting fetches wake), and `on_marker(topic, partition, producer_id, commit)` is called
 (the group coordinator publishes or drops pending transactional offsets of
 __consumer_offsets partitions). Then every written partition is made durable as an
 acks=all produce would be (fsync when the topic asks for it).
@@ -22,11 +22,9 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from kbroker.log import AppendInfo, KafkaStorageError, PartitionLog
+from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, UnifiedLog
 from kbroker.txn.coordinator import COORDINATOR_EPOCH
-from kbroker.txn.states import producer_states
 from kbroker.txn.transaction import TopicPartition
-from kbroker.waiters import notify_append
 from protocol.record_builder import build_control_batch
 from protocol.records import ControlRecordType
 
@@ -45,13 +43,20 @@ class LogMarkerWriter:
         self.on_marker = on_marker
 
     async def write_markers(
-        self, producer_id: int, producer_epoch: int, partitions: list[TopicPartition], commit: bool
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        commit: bool,
+        *,
+        coordinator_epoch: int = COORDINATOR_EPOCH,
     ) -> None:
-        written: list[tuple[PartitionLog, AppendInfo]] = []
+        """Append the markers (all before the first await), then wait until they are durable."""
+        written: list[tuple[UnifiedLog, AppendInfo]] = []
         marker = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
         now = int(time.time() * 1000)
         for topic, partition in partitions:
-            partition_log = self.broker.logs.get_log(topic, partition)
+            partition_log = self.broker.logs.get_partition(topic, partition)
             if partition_log is None:
                 log.warning("transaction_marker_skipped", topic=topic, partition=partition, reason="no such partition")
                 continue
@@ -60,21 +65,13 @@ class LogMarkerWriter:
                     marker,
                     producer_id=producer_id,
                     producer_epoch=producer_epoch,
-                    coordinator_epoch=COORDINATOR_EPOCH,
+                    coordinator_epoch=coordinator_epoch,
                     timestamp=now,
                 )
             )
-            state = producer_states(self.broker).for_log(partition_log)
-            info = partition_log.append(batch, leader_epoch=LEADER_EPOCH, now=now)
-            state.record_marker(
-                producer_id,
-                producer_epoch,
-                info.base_offset,
-                info.max_timestamp,
-                commit=commit,
-                coordinator_epoch=COORDINATOR_EPOCH,
+            info = partition_log.append_as_leader(
+                batch, AppendOrigin.MARKER, leader_epoch=LEADER_EPOCH, coordinator_epoch=coordinator_epoch, now=now
             )
-            notify_append(self.broker, topic, partition, len(batch))
             if self.on_marker is not None:
                 self.on_marker(topic, partition, producer_id, commit)
             written.append((partition_log, info))

@@ -96,13 +96,14 @@ class TxnRuntime:
         self.abort_interval_ms = config.get_int("transaction.abort.timed.out.transaction.cleanup.interval.ms")
         self.expiry_interval_ms = config.get_int("transaction.remove.expired.transaction.cleanup.interval.ms")
         self.state_log = LogStateLog(TxnStateStore(broker.logs, config.get_int("transaction.state.log.num.partitions")))
+        self.marker_writer = LogMarkerWriter(broker, on_marker=self._on_marker(broker))
         self.coordinator = TransactionCoordinator(
             TxnConfig(
                 max_timeout_ms=config.get_int("transaction.max.timeout.ms"),
                 id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
             ),
             self.state_log,
-            LogMarkerWriter(broker, on_marker=self._on_marker(broker)),
+            self.marker_writer,
             producer_id_manager(broker).generate,
             wall_clock_ms,
         )
@@ -178,3 +179,11 @@ def transaction_coordinator(broker: Broker) -> TransactionCoordinator:
     if not isinstance(runtime, TxnRuntime) or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.coordinator
+
+
+def marker_writer(broker: Broker) -> LogMarkerWriter:
+    """The writer the coordinator uses, for WriteTxnMarkers; COORDINATOR_NOT_AVAILABLE before it is built."""
+    runtime = broker.extensions.get(EXTENSION_KEY)
+    if not isinstance(runtime, TxnRuntime):
+        raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    return runtime.marker_writer

@@ -19,7 +19,7 @@ from collections.abc import Iterator, Sequence
 
 import structlog
 
-from kbroker.log import AppendInfo, KafkaStorageError, LogManager, PartitionLog, TopicExistsError
+from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, LogManager, TopicExistsError, UnifiedLog
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import InvalidRecordError
 
@@ -59,14 +59,14 @@ class TxnStateStore:
     def partition_for(self, transactional_id: str) -> int:
         return partition_for(transactional_id, self.partitions)
 
-    def append(self, transactional_id: str, entries: Sequence[Entry]) -> tuple[PartitionLog, AppendInfo]:
+    def append(self, transactional_id: str, entries: Sequence[Entry]) -> tuple[UnifiedLog, AppendInfo]:
         """Write records of ids of one partition (the first id's); in the page cache on return."""
         self._ensure_topic()
         partition_log = self._log(self.partition_for(transactional_id))
-        return partition_log, partition_log.append(encode_entries(entries))
+        return partition_log, partition_log.append_as_leader(encode_entries(entries), AppendOrigin.COORDINATOR)
 
     @staticmethod
-    async def wait_durable(partition_log: PartitionLog, info: AppendInfo) -> None:
+    async def wait_durable(partition_log: UnifiedLog, info: AppendInfo) -> None:
         await partition_log.wait_for_ack(info, -1)
 
     def _ensure_topic(self) -> None:
@@ -82,8 +82,8 @@ class TxnStateStore:
             log.warning("transaction_topic_partitions_adopted", configured=self.partitions, found=metadata.partitions)
             self.partitions = metadata.partitions
 
-    def _log(self, partition: int) -> PartitionLog:
-        partition_log = self.logs.get_log(TXN_TOPIC, partition)
+    def _log(self, partition: int) -> UnifiedLog:
+        partition_log = self.logs.get_partition(TXN_TOPIC, partition)
         if partition_log is None:
             raise KafkaStorageError(f"{TXN_TOPIC}-{partition} has no log")
         return partition_log
@@ -92,26 +92,26 @@ class TxnStateStore:
     def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
         """Every record of every partition, oldest first: (partition, key, value)."""
         for partition in range(self.partitions):
-            partition_log = self.logs.get_log(TXN_TOPIC, partition)
+            partition_log = self.logs.get_partition(TXN_TOPIC, partition)
             if partition_log is None:
                 continue
             try:
-                for batch in partition_log.batches():
+                for batch in partition_log.local.batches():
                     for record in batch.records():
                         if record.offset >= partition_log.log_start_offset and record.key is not None:
                             value = None if record.value is None else bytes(record.value)
                             yield partition, bytes(record.key), value
             except InvalidRecordError as error:
                 log.error("transaction_log_unreadable", partition=partition, error=str(error))
-            self._size_after_snapshot[partition] = partition_log.size_in_bytes
+            self._size_after_snapshot[partition] = partition_log.local.size_in_bytes
 
     # -- snapshots ------------------------------------------------------------------
     def needs_snapshot(self, partition: int) -> bool:
-        partition_log = self.logs.get_log(TXN_TOPIC, partition)
+        partition_log = self.logs.get_partition(TXN_TOPIC, partition)
         if partition_log is None or partition in self.snapshotting:
             return False
         base = self._size_after_snapshot.get(partition, 0)
-        return partition_log.size_in_bytes > max(self.snapshot_min_bytes, 2 * base)
+        return partition_log.local.size_in_bytes > max(self.snapshot_min_bytes, 2 * base)
 
     def start_snapshot(self, partition: int, live: list[Entry]) -> int:
         """Roll and write `live` (every current record of the partition) now; returns the snapshot's offset.
@@ -121,10 +121,10 @@ class TxnStateStore:
         partition_log = self._log(partition)
         self.snapshotting.add(partition)
         try:
-            partition_log.roll()
+            partition_log.local.roll()
             start = partition_log.log_end_offset
             for i in range(0, len(live), 500):
-                partition_log.append(encode_entries(live[i : i + 500]))
+                partition_log.append_as_leader(encode_entries(live[i : i + 500]), AppendOrigin.COORDINATOR)
         except BaseException:
             self.snapshotting.discard(partition)
             raise
@@ -134,10 +134,10 @@ class TxnStateStore:
         """Once the snapshot is fsynced, make it the log start and drop the older segments."""
         try:
             partition_log = self._log(partition)
-            await partition_log.flush()
-            partition_log.delete_records(start)
-            released = partition_log.delete_old_segments()
-            self._size_after_snapshot[partition] = partition_log.size_in_bytes
+            await partition_log.local.flush()
+            partition_log.local.delete_records(start)
+            released = partition_log.local.delete_old_segments()
+            self._size_after_snapshot[partition] = partition_log.local.size_in_bytes
             log.info("transaction_log_snapshot_written", partition=partition, log_start_offset=start, released=released)
         finally:
             self.snapshotting.discard(partition)

@@ -1,11 +1,15 @@
-"""ListOffsets (key 2): look up partition offsets by timestamp (earliest -2, latest -1, max timestamp -3)."""
+"""ListOffsets (key 2): look up partition offsets by timestamp.
+
+Sentinels: -1 latest, -2 earliest, -3 max timestamp (v7+), -4 earliest local (v8+),
+-5 latest tiered (v9+), -6 earliest pending upload (v11+); v10 adds the remote-read timeout.
+"""
 
 from protocol.schema.types import F, request, response
 
 REQUEST = request(
     "ListOffsetsRequest",
     2,
-    "1-7",
+    "1-11",
     "6+",
     [
         F("replica_id", "int32", "0+"),
@@ -26,13 +30,14 @@ REQUEST = request(
             ],
             "0+",
         ),
+        F("timeout_ms", "int32", "10+", ignorable=True),
     ],
 )
 
 RESPONSE = response(
     "ListOffsetsResponse",
     2,
-    "1-7",
+    "1-11",
     "6+",
     [
         F("throttle_time_ms", "int32", "2+", ignorable=True),

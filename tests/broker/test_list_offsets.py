@@ -26,7 +26,7 @@ def _found(answer: dict) -> tuple[int, int, int, int]:
     return answer["error_code"], answer["offset"], answer["timestamp"], answer["leader_epoch"]
 
 
-@pytest.mark.parametrize("version", range(1, 8))
+@pytest.mark.parametrize("version", range(1, 12))
 def test_earliest_and_latest_every_version(raw: RawClient, topic: str, version: int) -> None:
     assert _found(list_offset(raw, topic, -2, version=version))[:2] == (0, 0)
     latest = list_offset(raw, topic, -1, version=version)
@@ -52,6 +52,42 @@ def test_by_timestamp(raw: RawClient, topic: str, timestamp: int, expected: tupl
 
 def test_max_timestamp(raw: RawClient, topic: str) -> None:
     assert _found(list_offset(raw, topic, -3)) == (0, 9, 2004, 0)
+
+
+@pytest.mark.parametrize("version", [8, 11])
+def test_earliest_local_is_the_log_start_offset(raw: RawClient, topic: str, version: int) -> None:
+    assert _found(list_offset(raw, topic, -4, version=version))[:2] == (0, 0)
+    raw.call(
+        ApiKey.DELETE_RECORDS,
+        2,
+        {"topics": [{"name": topic, "partitions": [{"partition_index": 0, "offset": 7}]}], "timeout_ms": 5000},
+    )
+    assert _found(list_offset(raw, topic, -4, version=version))[:2] == (0, 7)
+
+
+@pytest.mark.parametrize(("timestamp", "version"), [(-5, 9), (-5, 11), (-6, 11)])
+def test_tiered_sentinels_without_remote_storage(raw: RawClient, topic: str, timestamp: int, version: int) -> None:
+    # Kafka's UnifiedLog for a topic without remote storage: no error, nothing found.
+    assert _found(list_offset(raw, topic, timestamp, version=version)) == (0, -1, -1, -1)
+
+
+@pytest.mark.parametrize(("timestamp", "version"), [(-3, 6), (-4, 7), (-5, 8), (-6, 10), (-7, 11), (-100, 11)])
+def test_sentinel_newer_than_the_version_is_unsupported(
+    raw: RawClient, topic: str, timestamp: int, version: int
+) -> None:
+    answer = list_offset(raw, topic, timestamp, version=version)
+    assert _found(answer) == (ErrorCode.UNSUPPORTED_VERSION, -1, -1, -1)
+
+
+def test_v10_timeout_is_accepted(raw: RawClient, topic: str) -> None:
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [{"name": topic, "partitions": [{"partition_index": 0, "timestamp": -1}]}],
+        "timeout_ms": 30000,
+    }
+    (answer,) = raw.call(ApiKey.LIST_OFFSETS, 10, body)["topics"][0]["partitions"]
+    assert (answer["error_code"], answer["offset"]) == (0, 15)
 
 
 def test_read_committed_latest_is_the_last_stable_offset(raw: RawClient, topic: str) -> None:

@@ -222,3 +222,21 @@ def test_unloadable_partition_is_offline_and_the_rest_serves(tmp_path):
     assert manager.get_log("t", 1) is None and ("t", 1) in manager.offline_partitions
     assert manager.get_log("t", 0).log_end_offset == 1
     stop(manager)
+
+
+def test_start_up_log_tells_a_fresh_directory_from_a_clean_and_an_unclean_one(tmp_path):
+    from structlog.testing import capture_logs
+
+    def started_event():
+        with capture_logs() as logs:
+            manager = started(tmp_path)
+        return manager, next(e for e in logs if e["event"] == "log_manager_started")
+
+    manager, event = started_event()
+    assert event.get("fresh_directory") is True and "clean_shutdown" not in event
+    stop(manager)
+    manager, event = started_event()
+    assert event["clean_shutdown"] is True and "fresh_directory" not in event
+    manager, event = started_event()  # the previous run was not shut down: recovery
+    assert event["clean_shutdown"] is False and "fresh_directory" not in event
+    stop(manager)

@@ -1,0 +1,207 @@
+"""`kbroker serve` runs the broker, `kbroker configs` prints the property table."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import textwrap
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the parser is built for every command: the broker's modules load only when serving
+    from kbroker.config import BrokerConfig
+    from kbroker.config_defs import BrokerProperty
+
+EXIT_CONFIG = 2
+ENVIRONMENT = {
+    "listen": "KBROKER_LISTEN",
+    "advertised_listener": "KBROKER_ADVERTISED_LISTENER",
+    "data_dir": "KBROKER_DATA_DIR",
+    "log_level": "KBROKER_LOG_LEVEL",
+    "log_format": "KBROKER_LOG_FORMAT",
+}
+
+_SERVE_OPTIONS = """\
+serve options ('kbroker serve --help' has the details):
+  --listen HOST:PORT               address to accept clients on (default 127.0.0.1:9092)
+  --advertised-listener HOST:PORT  address given to clients (default: the listen address)
+  --data-dir DIR                   where the logs live (default ./data)
+  --config KEY=VALUE               a broker property, repeatable; wins over --config-file
+  --config-file FILE               a Kafka server.properties file
+  --log-level LEVEL                debug, info, warning, error or critical (default info)
+  --log-format FORMAT              console (key=value) or json (default console)"""
+
+_PRECEDENCE = """\
+precedence: --listen, --advertised-listener and --data-dir (or the environment variables
+KBROKER_LISTEN, KBROKER_ADVERTISED_LISTENER, KBROKER_DATA_DIR) win over the properties listeners,
+advertised.listeners and log.dirs/log.dir; --config KEY=VALUE wins over --config-file (the last
+one given wins); both win over Kafka's defaults. KBROKER_LOG_LEVEL and KBROKER_LOG_FORMAT set the
+logging defaults. Listening on all interfaces advertises 127.0.0.1 unless told otherwise.
+An unknown property or a bad value stops kbroker with exit status 2 and a one-line message."""
+
+
+def _property_names(ignored: bool) -> str:
+    from kbroker.config_defs import BROKER_PROPERTIES
+
+    names = ", ".join(name for name, prop in BROKER_PROPERTIES.items() if prop.ignored == ignored)
+    return textwrap.fill(names, width=100, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
+
+
+def _env(name: str) -> str | None:
+    return os.environ.get(ENVIRONMENT[name]) or None
+
+
+def properties_help() -> str:
+    return (
+        "broker properties (Kafka's names; 'kbroker configs' lists types, defaults, ranges and docs):\n"
+        + _property_names(ignored=False)
+        + "\n\naccepted so Kafka's own server.properties loads, but without effect (a warning is logged):\n"
+        + _property_names(ignored=True)
+    )
+
+
+def top_level_epilog() -> str:
+    return f"{_SERVE_OPTIONS}\n\n{_PRECEDENCE}\n\n{properties_help()}"
+
+
+def add_serve(commands: argparse._SubParsersAction[Any]) -> None:
+    serve = commands.add_parser(
+        "serve",
+        help="run the broker",
+        description="Run the broker until SIGTERM or SIGINT.",
+        epilog=lambda: (  # type: ignore[arg-type]  # _Parser renders a callable epilog when printing help
+            f"{_PRECEDENCE}\n\nexamples:\n"
+            "  kbroker serve --config num.partitions=3 --config log.retention.hours=24\n"
+            "  kbroker serve --listen 0.0.0.0:9092 --advertised-listener broker.example:9092\n"
+            f"  kbroker serve --config-file config/server.properties\n\n{properties_help()}"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("--listen", metavar="HOST:PORT", default=_env("listen"),
+                       help="address to accept clients on; :PORT or 0.0.0.0 for all interfaces, port 0 for any "
+                       "free port (default 127.0.0.1:9092, or the listeners property)")  # fmt: skip
+    serve.add_argument("--advertised-listener", metavar="HOST:PORT", default=_env("advertised_listener"),
+                       help="address clients are told to connect to (default: the listen address, 127.0.0.1 "
+                       "when listening on all interfaces, or the advertised.listeners property)")  # fmt: skip
+    serve.add_argument("--data-dir", metavar="DIR", default=_env("data_dir"),
+                       help="directory of the logs and broker state (default ./data, or log.dirs/log.dir)")  # fmt: skip
+    serve.add_argument("--config", metavar="KEY=VALUE", action="append", default=[],
+                       help="set a broker property (Kafka's name); repeatable; wins over --config-file")  # fmt: skip
+    serve.add_argument("--config-file", metavar="FILE",
+                       help="read broker properties from a Java properties file (Kafka's server.properties)")  # fmt: skip
+    serve.add_argument("--log-level", metavar="LEVEL", default=_env("log_level") or "info",
+                       help="one of debug, info, warning, error, critical (default info)")  # fmt: skip
+    serve.add_argument("--log-format", metavar="FORMAT", default=_env("log_format") or "console",
+                       help="console (one key=value line per event) or json (one object per line); default console")  # fmt: skip
+    serve.set_defaults(handler=serve_command)
+
+
+def add_configs(commands: argparse._SubParsersAction[Any]) -> None:
+    configs = commands.add_parser(
+        "configs",
+        help="print the supported configuration properties",
+        description="Print every broker property (or, with --topic, every topic-level config) kbroker accepts.",
+    )
+    configs.add_argument("--topic", action="store_true", help="list topic-level configs instead")
+    configs.set_defaults(handler=configs_command)
+
+
+# --------------------------------------------------------------------------- serve
+
+
+def load_config(args: argparse.Namespace) -> BrokerConfig:
+    """Merge --config-file and --config pairs (later wins) and build the BrokerConfig."""
+    from kbroker.config import BrokerConfig, ConfigError, read_properties_file
+    from kbroker.logs import FORMATS, LEVELS
+
+    if args.log_level.lower() not in LEVELS:
+        raise ConfigError(f"unknown log level {args.log_level!r}: use one of {', '.join(LEVELS)}")
+    if args.log_format not in FORMATS:
+        raise ConfigError(f"unknown log format {args.log_format!r}: use one of {', '.join(FORMATS)}")
+    properties = read_properties_file(args.config_file) if args.config_file else {}
+    for item in args.config:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--config expects KEY=VALUE, got {item!r}")
+        properties[key.strip()] = value
+    return BrokerConfig.build(
+        properties, listen=args.listen, advertised_listener=args.advertised_listener, data_dir=args.data_dir
+    )
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    from kbroker.config import ConfigError
+    from kbroker.config_defs import BROKER_PROPERTIES
+
+    try:
+        config = load_config(args)
+    except ConfigError as exc:
+        print(f"kbroker: error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    import structlog
+
+    from kbroker.logs import configure_logging
+
+    configure_logging(args.log_level, args.log_format)
+    log = structlog.get_logger("kbroker")
+    for name in config.ignored_settings():
+        log.warning("config_ignored", name=name, reason=BROKER_PROPERTIES[name].note)
+    try:
+        server = importlib.import_module("kbroker.server")  # late: the CLI and --help need not load it
+    except ModuleNotFoundError as exc:
+        if exc.name != "kbroker.server":
+            raise
+        print("kbroker: error: this build has no kbroker.server module", file=sys.stderr)
+        return 1
+    return int(server.run(config))
+
+
+# --------------------------------------------------------------------------- configs
+
+
+def configs_command(args: argparse.Namespace) -> int:
+    try:
+        print(render_topic_table() if args.topic else render_broker_table(), flush=True)
+    except BrokenPipeError:  # e.g. piped into `head`
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def render_broker_table() -> str:
+    from kbroker.config_defs import SECTIONS
+
+    lines: list[str] = []
+    for title, props in SECTIONS:
+        lines.append(f"{title}:")
+        for prop in props:
+            lines.extend(_describe_property(prop))
+        lines.append("")
+    return "\n".join(lines).rstrip()
+
+
+def _describe_property(prop: BrokerProperty) -> list[str]:
+    from kbroker.config_defs import render_value
+
+    default = render_value(prop.default)
+    facts = [prop.type.label, "no default" if default is None else f"default {default or '(empty)'}"]
+    if prop.validator is not None:
+        facts.append(f"valid {prop.validator.describe()}")
+    if prop.topic_name:
+        facts.append(f"topic config {prop.topic_name}")
+    lines = [f"  {prop.name}  ({', '.join(facts)})", f"      {prop.doc}"]
+    if prop.note:
+        lines.append(f"      kbroker: {prop.note}")
+    return lines
+
+
+def render_topic_table() -> str:
+    from kbroker.config_defs import TOPIC_PROPERTIES
+
+    lines = ["Topic-level configs (CreateTopics, DescribeConfigs); defaults come from the broker properties:"]
+    for prop in TOPIC_PROPERTIES.values():
+        facts = [prop.type.label, "default from " + " > ".join(s.name for s in prop.synonyms)]
+        if prop.validator is not None:
+            facts.append(f"valid {prop.validator.describe()}")
+        lines.extend([f"  {prop.name}  ({', '.join(facts)})", f"      {prop.doc}"])
+    return "\n".join(lines)

@@ -1,0 +1,30 @@
+"""What the share-group handlers share: topic ids and names, acknowledgement batches, node endpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.share.partition import AcknowledgementBatch
+
+LEADER_EPOCH = 0
+
+
+def topic_names_by_id(ctx: RequestContext) -> dict[bytes, str]:
+    return {metadata.topic_id.bytes: name for name, metadata in ctx.broker.logs.topics().items()}
+
+
+def topic_id(ctx: RequestContext, name: str) -> bytes | None:
+    metadata = ctx.broker.logs.topic(name)
+    return None if metadata is None else metadata.topic_id.bytes
+
+
+def ack_batches(partition: dict[str, Any]) -> list[AcknowledgementBatch]:
+    return [
+        AcknowledgementBatch(b["first_offset"], b["last_offset"], tuple(b["acknowledge_types"]))
+        for b in partition["acknowledgement_batches"]
+    ]
+
+
+def current_leader(ctx: RequestContext) -> dict[str, int]:
+    return {"leader_id": ctx.broker.node_id, "leader_epoch": LEADER_EPOCH}

@@ -1,0 +1,71 @@
+"""ShareGroupDescribe (77), version 1: epochs, members and assignments of share groups.
+
+An unknown group (or a classic group's id) gets GROUP_ID_NOT_FOUND, as Kafka answers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers._share import topic_id
+from kbroker.handlers.registry import handles
+from kbroker.share import share_runtime
+from kbroker.share.group import ASSIGNOR, Assignment, ShareGroup
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+
+
+@handles(ApiKey.SHARE_GROUP_DESCRIBE, "1")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = share_runtime(ctx.broker)
+    groups = [_describe(ctx, group_id, runtime.coordinator.groups.get(group_id)) for group_id in request["group_ids"]]
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _describe(ctx: RequestContext, group_id: str, group: ShareGroup | None) -> dict[str, Any]:
+    described: dict[str, Any] = {
+        "error_code": 0,
+        "error_message": None,
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+    if group is None:
+        described["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+        described["error_message"] = f"Group {group_id} not found."
+        return described
+    described.update(
+        group_state=group.state,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=ASSIGNOR,
+        members=[
+            {
+                "member_id": m.member_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "assignment": {"topic_partitions": _partitions(ctx, m.assignment)},
+            }
+            for m in group.members.values()
+        ],
+    )
+    return described
+
+
+def _partitions(ctx: RequestContext, assignment: Assignment) -> list[dict[str, Any]]:
+    result = []
+    for topic, partitions in sorted(assignment.items()):
+        uuid = topic_id(ctx, topic)
+        if uuid is not None:
+            result.append({"topic_id": uuid, "topic_name": topic, "partitions": list(partitions)})
+    return result

@@ -1,0 +1,404 @@
+"""UnifiedLog: one partition as its writers and readers see it (Kafka's UnifiedLog).
+
+It wraps the local log (PartitionLog: segments, offsets, reads, flushes) and owns what
+every append must keep current: the producer state (idempotence and open transactions,
+producer_state.py), the aborted-transaction index (txn_index.py), their snapshots, and one
+`on_append` event. Every writer goes through it:
+
+    append_as_leader(records, origin)   CLIENT: a Produce batch, checked against the producer
+                                        state first (a retried batch gets its original offsets);
+                                        COORDINATOR: __consumer_offsets / __transaction_state
+                                        records; MARKER: a COMMIT/ABORT control batch
+    append_as_follower(buffer)          batches that already carry offsets and leader epochs
+
+Each appended batch with a producer id is applied to the producer state (the local log's
+append listener hands over the batches with their offsets), a marker that aborts adds an
+entry to the index, then `on_append(log, info, size)` listeners run (fetch waiters wake).
+
+Producer state is loaded when the partition is opened (again on first use if that failed):
+the newest usable snapshot (`<offset>.snapshot`), the index files below it, then the batch
+headers after it.
+Snapshots are taken when a segment rolls, every SNAPSHOT_EVERY_APPENDS appends, when the
+manager's periodic duty finds the log moved (`tick`), and at shutdown. A deleted partition
+(`mark_deleted`) writes nothing more and drops its state.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import structlog
+
+from kbroker.log.config import LogConfig
+from kbroker.log.errors import KafkaStorageError, LogOfflineError
+from kbroker.log.offset_files import list_offset_files
+from kbroker.log.partition_log import AppendInfo, LogReadResult, PartitionLog
+from kbroker.log.producer_scan import CONTROL_KEY_BYTES, NO_CONTROL_TYPE, control_record_type
+from kbroker.log.producer_state import (
+    DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
+    DEFAULT_EXPIRATION_MS,
+    CompletedTxn,
+    DuplicateBatch,
+    ProducerStateManager,
+    wall_clock_ms,
+)
+from kbroker.log.producer_state_loader import LoadStats, rebuild_producer_state, take_snapshot, usable_snapshot
+from kbroker.log.segment import AppendedBatch
+from kbroker.log.txn_index import TransactionIndex
+from kbroker.log.txn_index_file import AbortedTxn
+from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, InvalidRecordError, RecordBatch
+
+log = structlog.get_logger(__name__)
+
+SNAPSHOT_EVERY_APPENDS = 100_000
+SNAPSHOT_INTERVAL_MS = 60_000
+LEGACY_CHECKPOINT_SUFFIX = ".txncheckpoint"  # transaction checkpoints of older versions: the snapshot replaced them
+_PRODUCER_ID = struct.Struct(">q")
+PRODUCER_ID_AT = 43  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, delta 4, timestamps 16
+
+AppendListener = Callable[["UnifiedLog", AppendInfo, int], None]
+
+
+class AppendOrigin(enum.Enum):
+    """Who appends (Kafka's AppendOrigin): only CLIENT batches are checked against the producer state."""
+
+    CLIENT = "client"
+    COORDINATOR = "coordinator"
+    MARKER = "marker"
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerStateConfig:
+    expiration_ms: int = DEFAULT_EXPIRATION_MS  # producer.id.expiration.ms
+    expiration_check_interval_ms: int = DEFAULT_EXPIRATION_CHECK_INTERVAL_MS
+    snapshot_interval_ms: int = SNAPSHOT_INTERVAL_MS  # how often LogManager's duty calls tick()
+    clock: Callable[[], int] = wall_clock_ms
+
+
+@dataclass(slots=True)
+class _State:
+    producers: ProducerStateManager
+    aborted: TransactionIndex
+
+
+class UnifiedLog:
+    """One partition: its local log plus producer state, transaction index and append event."""
+
+    def __init__(
+        self,
+        local: PartitionLog,
+        producer_config: ProducerStateConfig | None = None,
+        on_append: list[AppendListener] | None = None,
+    ) -> None:
+        self.local = local
+        self.topic = local.topic
+        self.partition = local.partition
+        self.producer_config = producer_config or ProducerStateConfig()
+        self.on_append: list[AppendListener] = [] if on_append is None else on_append  # may be shared
+        self.deleted = False
+        self._state: _State | None = None  # loaded on first use; None again after a failure
+        self._snapshot_offset = -1
+        self._segment_base = local.active_segment.base_offset
+        self._appends = 0  # since the last snapshot
+        self.last_load: LoadStats | None = None  # of the producer state
+        local.append_listeners.append(self._follow_append)
+        try:
+            self.load_state()
+        except KafkaStorageError as error:  # the partition serves; the state loads again on first use
+            log.error("producer_state_load_failed", topic=self.topic, partition=self.partition, error=str(error))
+
+    # -- the local log's offsets and reads --------------------------------------------
+    @property
+    def config(self) -> LogConfig:
+        return self.local.config
+
+    @property
+    def log_start_offset(self) -> int:
+        return self.local.log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self.local.log_end_offset
+
+    @property
+    def high_watermark(self) -> int:
+        return self.local.high_watermark
+
+    def read(
+        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+    ) -> LogReadResult:
+        return self.local.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+
+    async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
+        await self.local.wait_for_ack(info, acks)
+
+    # -- appends ----------------------------------------------------------------------
+    def append_as_leader(
+        self,
+        records: RecordBatch | bytearray | memoryview,
+        origin: AppendOrigin = AppendOrigin.CLIENT,
+        *,
+        leader_epoch: int = 0,
+        coordinator_epoch: int = 0,
+        now: int | None = None,
+    ) -> AppendInfo:
+        """Assign offsets and append. A CLIENT batch (a RecordBatch, checked by the caller) is checked
+        against the producer state: a retried one is answered with its original offsets and not
+        appended; ProducerStateError (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER) refuses it.
+        Raises what PartitionLog.append raises (KafkaStorageError, RecordTooLargeError, InvalidRecordError)."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        if isinstance(records, RecordBatch):
+            buffer: bytearray | memoryview = records.view()
+            if origin is AppendOrigin.CLIENT and records.producer_id >= 0:
+                duplicate = self.producer_state().check(records)
+                if duplicate is not None:
+                    return self._duplicate_info(duplicate)
+        else:
+            buffer = records
+        info = self.local.append(buffer, leader_epoch=leader_epoch, now=now)
+        if origin is AppendOrigin.MARKER and self._state is not None:
+            self._state.producers.set_coordinator_epoch(RecordBatch(buffer).producer_id, coordinator_epoch)
+        self._appended(info, len(buffer))
+        return info
+
+    def append_as_follower(self, buffer: bytearray | memoryview) -> AppendInfo:
+        """Store batches that carry their offsets and leader epochs already (replication): nothing is
+        checked against the producer state, which follows them. They must continue at the log end offset."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        view = memoryview(buffer)
+        groups = _follower_groups(view, self.local.log_end_offset, self.local.config.log_append_time)
+        first: AppendInfo | None = None
+        info: AppendInfo | None = None
+        for start, end, epoch, stamp in groups:
+            expected = self.local.log_end_offset
+            info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp)
+            if info.base_offset != expected:  # cannot happen: the groups were checked against the log end
+                raise KafkaStorageError(f"follower append landed at {info.base_offset}, not {expected}")
+            self._appended(info, end - start)
+            first = first or info
+        assert first is not None and info is not None
+        return AppendInfo(
+            first.base_offset,
+            info.last_offset,
+            first.log_append_time,
+            info.log_start_offset,
+            max(first.max_timestamp, info.max_timestamp),
+            first.flush_required or info.flush_required,
+        )
+
+    def _appended(self, info: AppendInfo, size: int) -> None:
+        for listener in self.on_append:
+            try:
+                listener(self, info, size)
+            except Exception:  # noqa: BLE001 - the data is in the log; one listener must not fail the append
+                log.exception("append_listener_failed", topic=self.topic, partition=self.partition)
+        self._appends += 1
+        segment_base = self.local.segments[-1].base_offset
+        if segment_base != self._segment_base or self._appends >= SNAPSHOT_EVERY_APPENDS:
+            self._segment_base = segment_base
+            self.take_snapshot()  # as Kafka snapshots producer state at each roll
+
+    def _follow_append(self, buffer: bytearray | memoryview, batches: list[AppendedBatch]) -> None:
+        """The local log's append listener: apply each batch with a producer id (offsets assigned)."""
+        state = self._state
+        if state is None:
+            return  # not loaded: the load will read these batches from the log
+        try:
+            apply = state.producers.apply
+            for batch in batches:
+                position = batch.relative_position
+                if _PRODUCER_ID.unpack_from(buffer, position + PRODUCER_ID_AT)[0] < 0:
+                    continue
+                _, _, _, _, _, attributes, delta, _, max_ts, pid, epoch, seq, _ = HEADER.unpack_from(buffer, position)
+                control = NO_CONTROL_TYPE
+                if attributes & CONTROL_BIT:
+                    at = position + HEADER_SIZE
+                    control = control_record_type(bytes(buffer[at : at + CONTROL_KEY_BYTES]))
+                apply(
+                    pid,
+                    epoch,
+                    seq,
+                    delta,
+                    batch.base_offset,
+                    max_ts,
+                    bool(attributes & TRANSACTIONAL_BIT),
+                    bool(attributes & CONTROL_BIT),
+                    control,
+                )
+        except Exception as error:  # noqa: BLE001 - a reload from the last snapshot repairs any failure
+            self._state = None
+            log.error("producer_state_stale", topic=self.topic, partition=self.partition, error=str(error))
+
+    def _duplicate_info(self, duplicate: DuplicateBatch) -> AppendInfo:
+        """The answer to a retried batch: its original offsets (Kafka also reports its stored timestamp)."""
+        append_time = duplicate.timestamp if self.local.config.log_append_time else -1
+        return AppendInfo(
+            duplicate.base_offset,
+            duplicate.last_offset,
+            append_time,
+            self.local.log_start_offset,
+            duplicate.timestamp,
+            False,
+        )
+
+    # -- producer state and transactions ------------------------------------------------
+    def producer_state(self) -> ProducerStateManager:
+        """The partition's producers, loaded on first use (KafkaStorageError when the log cannot be read)."""
+        return self._loaded().producers
+
+    @property
+    def state_loaded(self) -> bool:
+        return self._state is not None
+
+    def _loaded(self) -> _State:
+        state = self._state
+        if state is None:
+            state = self.load_state()
+        return state
+
+    def load_state(self) -> _State:
+        """Load producer state and the aborted index: newest usable snapshot, index files, headers after it."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        started = time.perf_counter()
+        local = self.local
+        config = self.producer_config
+        try:
+            snapshot = usable_snapshot(local)
+            start = snapshot.offset if snapshot is not None else 0
+            bases = [segment.base_offset for segment in local.segments]
+            producers = ProducerStateManager(
+                self.topic,
+                self.partition,
+                expiration_ms=config.expiration_ms,
+                expiration_check_interval_ms=config.expiration_check_interval_ms,
+                clock=config.clock,
+            )
+            state = _State(producers, TransactionIndex.load(local.directory, bases, start))
+            producers.on_txn_completed = lambda completed: self._index_abort(state, completed)
+            stats = rebuild_producer_state(local, producers, snapshot)
+            for _, path in list_offset_files(local.directory, LEGACY_CHECKPOINT_SUFFIX):
+                path.unlink(missing_ok=True)
+        except OSError as error:
+            raise KafkaStorageError(f"{local.directory}: producer state load failed: {error}") from error
+        self._state = state
+        self._snapshot_offset = stats.snapshot_offset
+        if local.log_end_offset > max(stats.snapshot_offset, 0):
+            self.take_snapshot()  # the log was scanned past the snapshot: save the next load that work
+        state.aborted.prune(local.segments[0].base_offset)
+        log.debug(
+            "producer_state_loaded",
+            topic=self.topic,
+            partition=self.partition,
+            snapshot_offset=stats.snapshot_offset,
+            batches_scanned=stats.batches_scanned,
+            producers=stats.producers,
+            open_transactions=len(producers.ongoing),
+            aborted_transactions=len(state.aborted.aborted),
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+        self.last_load = stats
+        return state
+
+    def _index_abort(self, state: _State, completed: CompletedTxn) -> None:
+        if not completed.is_aborted:
+            return
+        marker = completed.last_offset
+        stable = min(state.producers.ongoing.values(), default=marker + 1)
+        segment_base = self.local.segments[0].base_offset
+        for segment in self.local.segments:
+            if segment.base_offset > marker:
+                break
+            segment_base = segment.base_offset
+        entry = AbortedTxn(completed.producer_id, completed.first_offset, marker, stable)
+        state.aborted.add(entry, segment_base)
+
+    def transaction_index(self) -> TransactionIndex:
+        """The aborted transactions of the partition (loaded with the producer state)."""
+        return self._loaded().aborted
+
+    def first_unstable_offset(self) -> int | None:
+        return self.producer_state().first_unstable_offset()
+
+    def last_stable_offset(self) -> int:
+        """min(first offset of any open transaction (not below the log start), high watermark)."""
+        ongoing = self._loaded().producers.ongoing
+        high_watermark = self.local.high_watermark
+        if not ongoing:
+            return high_watermark
+        return min(max(min(ongoing.values()), self.local.log_start_offset), high_watermark)
+
+    def collect_aborted(self, fetch_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [fetch_offset, upper_bound) (see TransactionIndex)."""
+        aborted = self._loaded().aborted
+        aborted.prune(self.local.segments[0].base_offset)
+        return aborted.collect_aborted(fetch_offset, upper_bound)
+
+    # -- snapshots, duties, deletion -----------------------------------------------------
+    def take_snapshot(self) -> None:
+        """Snapshot the producer state at the log end offset (index files fsynced first); failures only log."""
+        self._appends = 0
+        state = self._state
+        if self.deleted or state is None:
+            return
+        offset = self.local.log_end_offset
+        if offset == self._snapshot_offset:
+            return
+        try:
+            state.aborted.sync()
+            take_snapshot(self.local, state.producers)
+            self._snapshot_offset = offset
+            state.aborted.prune(self.local.segments[0].base_offset)
+        except (OSError, KafkaStorageError) as error:  # a snapshot only speeds up the next load
+            log.warning("producer_snapshot_failed", topic=self.topic, partition=self.partition, error=str(error))
+
+    def tick(self, now: int | None = None) -> None:
+        """The periodic duty: snapshot if the log moved on, expire idle producers when the check is due."""
+        if self.deleted or self._state is None:
+            return
+        self.take_snapshot()
+        producers = self._state.producers
+        now = producers.clock() if now is None else now
+        if now >= producers.next_expiration_check:
+            producers.remove_expired(now)
+
+    def mark_deleted(self) -> None:
+        """The partition's topic was deleted: drop the state, never write into the directory again."""
+        self.deleted = True
+        self._state = None
+        self.on_append = []
+        if self._follow_append in self.local.append_listeners:
+            self.local.append_listeners.remove(self._follow_append)
+
+    def __repr__(self) -> str:
+        return f"UnifiedLog({self.local!r}, deleted={self.deleted})"
+
+
+def _follower_groups(
+    view: memoryview, next_offset: int, log_append_time: bool
+) -> list[tuple[int, int, int, int | None]]:
+    """(start, end, leader epoch, append time) runs of consecutive batches that one local append can store
+    as they are: the same leader epoch, and under LogAppendTime one batch each (its own time is kept)."""
+    groups: list[tuple[int, int, int, int | None]] = []
+    position = 0
+    while position < len(view):
+        batch = RecordBatch(view, position)
+        if batch.base_offset != next_offset:
+            raise InvalidRecordError(f"follower batch at offset {batch.base_offset}, expected {next_offset}")
+        stamp = batch.max_timestamp if log_append_time else None
+        end = position + batch.size
+        if groups and not log_append_time and groups[-1][2] == batch.partition_leader_epoch:
+            groups[-1] = (groups[-1][0], end, batch.partition_leader_epoch, None)
+        else:
+            groups.append((position, end, batch.partition_leader_epoch, stamp))
+        next_offset = batch.next_offset
+        position = end
+    if not groups:
+        raise InvalidRecordError("no record batch to append")
+    return groups

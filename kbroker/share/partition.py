@@ -1,0 +1,337 @@
+"""SharePartition: the in-flight records of one (share group, topic partition), as KIP-932 defines them.
+
+Pure and sans-io: time comes in as `now` (milliseconds), records never; the caller reads the
+log and says how far it may acquire. Vocabulary is Kafka's:
+
+- share-partition start offset (SPSO): every offset below it is done for this group
+  (acknowledged or archived); records at and above it may still be delivered.
+- end offset: the first offset never acquired. [start offset, end offset) is the in-flight
+  window; its length is at most `max_record_locks` (`share.partition.max.record.locks`).
+- each in-flight offset is AVAILABLE, ACQUIRED (by one member, until its acquisition lock
+  expires), ACKNOWLEDGED or ARCHIVED, with a delivery count (how many times it was acquired).
+
+Transitions (Kafka's SharePartition rules):
+- acquire: AVAILABLE -> ACQUIRED, delivery count + 1, lock until now + lock duration;
+  offsets at the end offset become in-flight ACQUIRED with delivery count 1.
+- acknowledge by the member holding the lock: ACCEPT -> ACKNOWLEDGED; REJECT and GAP ->
+  ARCHIVED; RELEASE -> AVAILABLE; RENEW keeps it ACQUIRED with a fresh lock.
+- lock expiry, or the member leaving: ACQUIRED -> AVAILABLE.
+- whenever a record would become AVAILABLE with delivery count >= `delivery_count_limit`,
+  it is ARCHIVED instead: it is never delivered again.
+- the start offset then moves past every leading ACKNOWLEDGED/ARCHIVED offset, which leave
+  the window.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from enum import IntEnum
+
+from protocol.errors import ErrorCode
+
+
+class RecordState(IntEnum):
+    """Kafka's RecordState ids (also the persisted values)."""
+
+    AVAILABLE = 0
+    ACQUIRED = 1
+    ACKNOWLEDGED = 2
+    ARCHIVED = 4
+
+
+class AcknowledgeType(IntEnum):
+    GAP = 0
+    ACCEPT = 1
+    RELEASE = 2
+    REJECT = 3
+    RENEW = 4
+
+
+TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+_AFTER_ACK = {
+    AcknowledgeType.GAP: RecordState.ARCHIVED,
+    AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
+    AcknowledgeType.RELEASE: RecordState.AVAILABLE,
+    AcknowledgeType.REJECT: RecordState.ARCHIVED,
+    AcknowledgeType.RENEW: RecordState.ACQUIRED,
+}
+
+
+@dataclass(frozen=True)
+class AcquiredRecords:
+    """One range of acquired offsets with its delivery count (ShareFetch's AcquiredRecords)."""
+
+    first_offset: int
+    last_offset: int
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class AcknowledgementBatch:
+    """Offsets first..last (inclusive) and one type for all of them, or one type per offset."""
+
+    first_offset: int
+    last_offset: int
+    types: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class StateBatch:
+    """A run of offsets with the same persisted state and delivery count (Kafka's PersisterStateBatch)."""
+
+    first_offset: int
+    last_offset: int
+    state: RecordState
+    delivery_count: int
+
+
+@dataclass(frozen=True)
+class SharePartitionConfig:
+    record_lock_duration_ms: int = 30_000
+    delivery_count_limit: int = 5
+    max_record_locks: int = 2000
+
+
+class _InFlight:
+    __slots__ = ("deadline", "delivery_count", "member_id", "state")
+
+    def __init__(self, state: RecordState, delivery_count: int, member_id: str = "", deadline: int = 0) -> None:
+        self.state = state
+        self.delivery_count = delivery_count
+        self.member_id = member_id
+        self.deadline = deadline
+
+
+class SharePartition:
+    """The in-flight window of one share partition. Not thread-safe; one caller at a time."""
+
+    def __init__(self, start_offset: int, config: SharePartitionConfig | None = None) -> None:
+        self.config = config or SharePartitionConfig()
+        self.start_offset = start_offset
+        self.end_offset = start_offset
+        self._records: dict[int, _InFlight] = {}  # offset -> state, offsets in increasing order
+        self._available = 0  # how many in-flight records are AVAILABLE
+        self._locks: list[tuple[int, int, int]] = []  # heap of (deadline, first, last)
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def in_flight(self) -> int:
+        return self.end_offset - self.start_offset
+
+    def state_of(self, offset: int) -> tuple[RecordState, int] | None:
+        """(state, delivery count) of an in-flight offset; None outside the window."""
+        record = self._records.get(offset)
+        return None if record is None else (record.state, record.delivery_count)
+
+    def can_acquire(self) -> bool:
+        """Whether an acquire could return something without new records (redeliveries) or may take new ones."""
+        return self._available > 0 or self.in_flight < self.config.max_record_locks
+
+    @property
+    def has_available(self) -> bool:
+        return self._available > 0
+
+    def delivery_complete_count(self) -> int:
+        """In-flight records already acknowledged or archived (they do not count as lag)."""
+        return sum(1 for record in self._records.values() if record.state in TERMINAL)
+
+    def acquired_by(self, member_id: str) -> int:
+        return sum(1 for r in self._records.values() if r.state is RecordState.ACQUIRED and r.member_id == member_id)
+
+    def next_deadline(self) -> int | None:
+        return self._locks[0][0] if self._locks else None
+
+    def state_batches(self) -> list[StateBatch]:
+        """The window as runs for persistence; ACQUIRED is written as AVAILABLE (a lock does not survive a restart)."""
+        batches: list[StateBatch] = []
+        first = prev = -1
+        key: tuple[RecordState, int] | None = None
+        for offset, record in self._records.items():
+            state = RecordState.AVAILABLE if record.state is RecordState.ACQUIRED else record.state
+            this = (state, record.delivery_count)
+            if key == this and offset == prev + 1:
+                prev = offset
+                continue
+            if key is not None:
+                batches.append(StateBatch(first, prev, key[0], key[1]))
+            first = prev = offset
+            key = this
+        if key is not None:
+            batches.append(StateBatch(first, prev, key[0], key[1]))
+        return batches
+
+    # ------------------------------------------------------------------ acquire
+
+    def acquire(self, member_id: str, now: int, max_records: int, fetch_end: int) -> list[AcquiredRecords]:
+        """Lock up to `max_records` records for `member_id`: redeliveries first, in offset order, then new
+        offsets from the end offset up to `fetch_end` (exclusive: the high watermark, or the last
+        stable offset) within the in-flight window."""
+        acquired: list[tuple[int, int]] = []  # (offset, delivery count)
+        deadline = now + self.config.record_lock_duration_ms
+        if self._available and max_records > 0:
+            for offset, record in self._records.items():
+                if record.state is RecordState.AVAILABLE:
+                    record.state = RecordState.ACQUIRED
+                    record.delivery_count += 1
+                    record.member_id = member_id
+                    record.deadline = deadline
+                    self._available -= 1
+                    acquired.append((offset, record.delivery_count))
+                    if len(acquired) >= max_records or not self._available:
+                        break
+        room = min(max_records - len(acquired), self.start_offset + self.config.max_record_locks - self.end_offset)
+        last_new = min(fetch_end, self.end_offset + max(room, 0))
+        for offset in range(self.end_offset, last_new):
+            self._records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
+            acquired.append((offset, 1))
+        self.end_offset = max(self.end_offset, last_new)
+        ranges = _ranges(acquired)
+        for item in ranges:
+            heapq.heappush(self._locks, (deadline, item.first_offset, item.last_offset))
+        return ranges
+
+    # ------------------------------------------------------------------ acknowledge
+
+    def acknowledge(self, member_id: str, batches: list[AcknowledgementBatch], now: int) -> ErrorCode:
+        """Apply one request's acknowledgements for this partition, all or nothing.
+
+        INVALID_REQUEST for malformed batches (unknown type, a types array of the wrong length,
+        overlapping or reversed ranges); INVALID_RECORD_STATE when an offset is not ACQUIRED by
+        this member (outside the window, never acquired, already acknowledged, lock expired).
+        """
+        changes: list[tuple[_InFlight, AcknowledgeType]] = []
+        previous_last = -1
+        for batch in batches:
+            count = batch.last_offset - batch.first_offset + 1
+            if count <= 0 or batch.first_offset <= previous_last or len(batch.types) not in (1, count):
+                return ErrorCode.INVALID_REQUEST
+            previous_last = batch.last_offset
+            try:
+                types = [AcknowledgeType(t) for t in batch.types]
+            except ValueError:
+                return ErrorCode.INVALID_REQUEST
+            for index in range(count):
+                record = self._records.get(batch.first_offset + index)
+                if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
+                    return ErrorCode.INVALID_RECORD_STATE
+                changes.append((record, types[0] if len(types) == 1 else types[index]))
+        deadline = now + self.config.record_lock_duration_ms
+        renewed = False
+        for record, kind in changes:
+            if kind is AcknowledgeType.RENEW:
+                record.deadline = deadline
+                renewed = True
+            else:
+                self._settle(record, _AFTER_ACK[kind])
+        if renewed:
+            for batch in batches:
+                heapq.heappush(self._locks, (deadline, batch.first_offset, batch.last_offset))
+        self._advance_start()
+        return ErrorCode.NONE
+
+    # ------------------------------------------------------------------ release
+
+    def expire_locks(self, now: int) -> int:
+        """Release every record whose acquisition lock has passed; how many were released."""
+        released = 0
+        while self._locks and self._locks[0][0] <= now:
+            deadline, first, last = heapq.heappop(self._locks)
+            for offset in range(first, last + 1):
+                record = self._records.get(offset)
+                if record is not None and record.state is RecordState.ACQUIRED and record.deadline == deadline:
+                    self._settle(record, RecordState.AVAILABLE)
+                    released += 1
+        if released:
+            self._advance_start()
+        return released
+
+    def release_member(self, member_id: str) -> int:
+        """A member left (or its share session closed): its acquired records become available again."""
+        released = 0
+        for record in self._records.values():
+            if record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                self._settle(record, RecordState.AVAILABLE)
+                released += 1
+        if released:
+            self._advance_start()
+        return released
+
+    # ------------------------------------------------------------------ offsets
+
+    def reset(self, start_offset: int) -> None:
+        """Forget the window and start at `start_offset` (AlterShareGroupOffsets, on an empty group)."""
+        self.start_offset = self.end_offset = start_offset
+        self._records.clear()
+        self._locks.clear()
+        self._available = 0
+
+    def move_to_log_start(self, log_start_offset: int) -> None:
+        """Records deleted from the log (retention, DeleteRecords) are gone for this group too."""
+        if log_start_offset <= self.start_offset:
+            return
+        for offset in range(self.start_offset, min(log_start_offset, self.end_offset)):
+            record = self._records.pop(offset)
+            if record.state is RecordState.AVAILABLE:
+                self._available -= 1
+        self.start_offset = log_start_offset
+        self.end_offset = max(self.end_offset, log_start_offset)
+
+    @classmethod
+    def restore(
+        cls, start_offset: int, batches: list[StateBatch], config: SharePartitionConfig | None = None
+    ) -> SharePartition:
+        """Rebuild from persisted state: offsets not named between the start offset and the last batch are
+        AVAILABLE with delivery count 0 (they were never persisted as delivered)."""
+        partition = cls(start_offset, config)
+        end = max([start_offset] + [b.last_offset + 1 for b in batches])
+        states: dict[int, tuple[RecordState, int]] = {}
+        for batch in batches:
+            for offset in range(max(batch.first_offset, start_offset), batch.last_offset + 1):
+                states[offset] = (batch.state, batch.delivery_count)
+        for offset in range(start_offset, end):
+            state, count = states.get(offset, (RecordState.AVAILABLE, 0))
+            if state is RecordState.ACQUIRED:
+                state = RecordState.AVAILABLE
+            if state is RecordState.AVAILABLE and count >= partition.config.delivery_count_limit:
+                state = RecordState.ARCHIVED
+            partition._records[offset] = _InFlight(state, count)
+            if state is RecordState.AVAILABLE:
+                partition._available += 1
+        partition.end_offset = end
+        partition._advance_start()
+        return partition
+
+    # ------------------------------------------------------------------ internals
+
+    def _settle(self, record: _InFlight, state: RecordState) -> None:
+        if state is RecordState.AVAILABLE and record.delivery_count >= self.config.delivery_count_limit:
+            state = RecordState.ARCHIVED
+        record.state = state
+        record.member_id = ""
+        record.deadline = 0
+        if state is RecordState.AVAILABLE:
+            self._available += 1
+
+    def _advance_start(self) -> None:
+        records = self._records
+        offset = self.start_offset
+        while offset < self.end_offset:
+            record = records.get(offset)
+            if record is None or record.state not in TERMINAL:
+                break
+            del records[offset]
+            offset += 1
+        self.start_offset = offset
+
+
+def _ranges(acquired: list[tuple[int, int]]) -> list[AcquiredRecords]:
+    """Contiguous offsets with the same delivery count, as AcquiredRecords ranges (input in offset order)."""
+    ranges: list[AcquiredRecords] = []
+    for offset, count in acquired:
+        if ranges and ranges[-1].last_offset == offset - 1 and ranges[-1].delivery_count == count:
+            ranges[-1] = AcquiredRecords(ranges[-1].first_offset, offset, count)
+        else:
+            ranges.append(AcquiredRecords(offset, offset, count))
+    return ranges

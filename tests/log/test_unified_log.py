@@ -1,0 +1,163 @@
+"""UnifiedLog's two entry points and its on_append event."""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from kbroker.log import AppendInfo, AppendOrigin, LogConfig, LogManager, PartitionLog, UnifiedLog
+from kbroker.log.producer_state import ProducerStateError
+from protocol.errors import ErrorCode
+from protocol.record_builder import SimpleRecord, build_control_batch, build_record_batch
+from protocol.records import ControlRecordType, RecordBatch, iter_batches
+from tests.log.batches import make_batch
+from tests.log.producer_batches import idempotent_batch
+
+Event = tuple[str, int, int, int]
+
+
+def open_log(directory: Path, config: LogConfig | None = None) -> UnifiedLog:
+    return UnifiedLog(PartitionLog.open(directory, config or LogConfig()))
+
+
+@pytest.fixture
+def log(tmp_path: Path) -> Iterator[UnifiedLog]:
+    unified = open_log(tmp_path / "t-0")
+    yield unified
+    unified.local.close()
+
+
+def listen(log: UnifiedLog) -> list[Event]:
+    events: list[Event] = []
+
+    def on_append(source: UnifiedLog, info: AppendInfo, size: int) -> None:
+        events.append((source.topic, info.base_offset, info.last_offset, size))
+
+    log.on_append.append(on_append)
+    return events
+
+
+def txn_batch(pid: int, seq: int, records: int = 2, epoch: int = 0) -> bytearray:
+    return bytearray(
+        build_record_batch(
+            [SimpleRecord(b"k", b"v%d" % i, (), 1_000 + i) for i in range(records)],
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            is_transactional=True,
+        )
+    )
+
+
+def marker(pid: int, commit: bool, epoch: int = 0) -> bytearray:
+    kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+    return bytearray(
+        build_control_batch(kind, producer_id=pid, producer_epoch=epoch, coordinator_epoch=0, timestamp=2_000)
+    )
+
+
+def stored(log: UnifiedLog) -> bytes:
+    return log.local.read(log.log_start_offset, 1 << 20).read()
+
+
+def test_every_origin_fires_on_append_once(log: UnifiedLog) -> None:
+    events = listen(log)
+    client = idempotent_batch(1, 0, 0, 3)
+    log.append_as_leader(RecordBatch(client), AppendOrigin.CLIENT)
+    log.append_as_leader(txn_batch(2, 0), AppendOrigin.COORDINATOR)
+    log.append_as_leader(marker(2, commit=True), AppendOrigin.MARKER, coordinator_epoch=5)
+    assert events == [("t", 0, 2, len(client)), ("t", 3, 4, len(txn_batch(2, 0))), ("t", 5, 5, len(marker(2, True)))]
+    state = log.producer_state()
+    assert set(state.producers) == {1, 2} and state.ongoing == {}
+    assert state.producers[2].coordinator_epoch == 5
+
+
+def test_a_retried_client_batch_gets_its_offsets_and_is_not_appended(log: UnifiedLog) -> None:
+    events = listen(log)
+    first = log.append_as_leader(RecordBatch(idempotent_batch(1, 0, 0, 2)), AppendOrigin.CLIENT)
+    again = log.append_as_leader(RecordBatch(idempotent_batch(1, 0, 0, 2)), AppendOrigin.CLIENT)
+    assert (again.base_offset, again.last_offset) == (first.base_offset, first.last_offset) == (0, 1)
+    assert log.log_end_offset == 2 and len(events) == 1
+    with pytest.raises(ProducerStateError) as error:
+        log.append_as_leader(RecordBatch(idempotent_batch(1, 0, 5)), AppendOrigin.CLIENT)
+    assert error.value.code == ErrorCode.OUT_OF_ORDER_SEQUENCE_NUMBER
+    # a coordinator's batch is not checked against the sequence
+    log.append_as_leader(idempotent_batch(1, 0, 9), AppendOrigin.COORDINATOR)
+    assert log.log_end_offset == 3
+
+
+def test_a_follower_stores_the_leaders_batches_as_they_are(tmp_path: Path) -> None:
+    leader = open_log(tmp_path / "t-0")
+    for epoch, data, origin in [
+        (3, make_batch(2), AppendOrigin.COORDINATOR),
+        (3, txn_batch(7, 0, 3), AppendOrigin.COORDINATOR),
+        (4, make_batch(1), AppendOrigin.COORDINATOR),
+        (4, marker(7, commit=False), AppendOrigin.MARKER),
+        (5, txn_batch(8, 0), AppendOrigin.COORDINATOR),
+    ]:
+        leader.append_as_leader(data, origin, leader_epoch=epoch)
+    follower = open_log(tmp_path / "f-0")
+    events = listen(follower)
+    data = bytearray(stored(leader))
+    half = next(b for b in iter_batches(data) if b.base_offset == 5).position
+    follower.append_as_follower(data[:half])
+    info = follower.append_as_follower(data[half:])
+    assert (info.base_offset, info.last_offset) == (5, 8)
+    assert stored(follower) == stored(leader)  # offsets and leader epochs kept: the same bytes
+    assert [e[1] for e in events] == [0, 5, 7]  # one local append per run of batches of one leader epoch
+    assert follower.producer_state().ongoing == leader.producer_state().ongoing == {8: 7}
+    assert follower.transaction_index().aborted == leader.transaction_index().aborted
+    assert follower.last_stable_offset() == 7
+    leader.local.close()
+    follower.local.close()
+
+
+def test_a_follower_batch_must_continue_at_the_log_end(log: UnifiedLog, tmp_path: Path) -> None:
+    leader = open_log(tmp_path / "l-0")
+    leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)
+    leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)
+    data = bytearray(stored(leader))
+    second = next(b for b in iter_batches(data) if b.base_offset == 2).position
+    with pytest.raises(Exception, match="expected 0"):
+        log.append_as_follower(data[second:])
+    assert log.log_end_offset == 0
+    leader.local.close()
+
+
+def test_a_follower_keeps_the_leaders_append_time(tmp_path: Path) -> None:
+    config = LogConfig(message_timestamp_type="LogAppendTime")
+    leader = open_log(tmp_path / "l-0", config)
+    leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, now=123_456)
+    follower = open_log(tmp_path / "f-0", config)
+    follower.append_as_follower(bytearray(stored(leader)))
+    assert stored(follower) == stored(leader)
+    assert next(iter_batches(stored(follower))).max_timestamp == 123_456
+    leader.local.close()
+    follower.local.close()
+
+
+def test_a_deleted_topic_releases_its_partitions_and_state(tmp_path: Path) -> None:
+    manager = LogManager(tmp_path / "data", LogConfig(file_delete_delay_ms=0))
+    manager.startup()
+    released: list[weakref.ref[object]] = []
+    for _ in range(3):
+        manager.create_topic("t", 2)  # the same name each time
+        for partition in range(2):
+            unified = manager.get_partition("t", partition)
+            assert unified is not None
+            unified.append_as_leader(RecordBatch(idempotent_batch(1, 0, 0)), AppendOrigin.CLIENT)
+            unified.append_as_leader(txn_batch(2, 0), AppendOrigin.COORDINATOR)
+            unified.append_as_leader(marker(2, commit=False), AppendOrigin.MARKER)
+            released += [weakref.ref(unified), weakref.ref(unified.producer_state())]
+        del unified
+        manager.delete_topic("t")
+        manager.tick_producer_states()
+        manager.purge_deleted()
+    gc.collect()
+    assert [ref for ref in released if ref() is not None] == []
+    assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.name.startswith("t-")) == []
+    manager.abort()

@@ -1,0 +1,184 @@
+"""The in-flight engine of one share partition, on a fake clock (milliseconds passed by hand)."""
+
+from __future__ import annotations
+
+import pytest
+
+from kbroker.share.partition import (
+    AcknowledgementBatch,
+    AcknowledgeType,
+    AcquiredRecords,
+    RecordState,
+    SharePartition,
+    SharePartitionConfig,
+    StateBatch,
+)
+from protocol.errors import ErrorCode
+
+ACCEPT, RELEASE, REJECT, RENEW, GAP = (
+    AcknowledgeType.ACCEPT,
+    AcknowledgeType.RELEASE,
+    AcknowledgeType.REJECT,
+    AcknowledgeType.RENEW,
+    AcknowledgeType.GAP,
+)
+CONFIG = SharePartitionConfig(record_lock_duration_ms=1000, delivery_count_limit=3, max_record_locks=10)
+
+
+def ack(first: int, last: int, *types: int) -> AcknowledgementBatch:
+    return AcknowledgementBatch(first, last, tuple(int(t) for t in types))
+
+
+def test_acquire_new_records_from_the_start_offset() -> None:
+    sp = SharePartition(5, CONFIG)
+    assert sp.acquire("a", 0, 3, fetch_end=100) == [AcquiredRecords(5, 7, 1)]
+    assert sp.acquire("b", 0, 3, fetch_end=100) == [AcquiredRecords(8, 10, 1)]
+    assert (sp.start_offset, sp.end_offset) == (5, 11)
+    assert sp.state_of(6) == (RecordState.ACQUIRED, 1)
+
+
+def test_acquire_stops_at_fetch_end_and_at_the_window() -> None:
+    sp = SharePartition(0, CONFIG)
+    assert sp.acquire("a", 0, 100, fetch_end=4) == [AcquiredRecords(0, 3, 1)]
+    assert sp.acquire("a", 0, 100, fetch_end=4) == []
+    assert sp.acquire("a", 0, 100, fetch_end=50) == [AcquiredRecords(4, 9, 1)]  # max_record_locks=10
+    assert not sp.can_acquire()
+    assert sp.acquire("b", 0, 100, fetch_end=50) == []
+    assert sp.acknowledge("a", [ack(0, 1, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.start_offset == 2
+    assert sp.acquire("b", 0, 100, fetch_end=50) == [AcquiredRecords(10, 11, 1)]
+
+
+def test_accept_moves_the_start_offset_only_past_a_contiguous_run() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 6, fetch_end=100)
+    assert sp.acknowledge("a", [ack(2, 3, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.start_offset == 0
+    assert sp.acknowledge("a", [ack(0, 1, ACCEPT, REJECT)], 0) is ErrorCode.NONE
+    assert sp.start_offset == 4
+    assert sp.state_of(1) is None  # left the window
+
+
+def test_release_redelivers_with_a_higher_delivery_count_first() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 4, fetch_end=100)
+    assert sp.acknowledge("a", [ack(0, 3, ACCEPT, RELEASE, RELEASE, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.start_offset == 1
+    assert sp.acquire("b", 0, 5, fetch_end=100) == [
+        AcquiredRecords(1, 2, 2),
+        AcquiredRecords(4, 6, 1),
+    ]
+
+
+def test_delivery_count_limit_archives_on_release_and_expiry() -> None:
+    sp = SharePartition(0, CONFIG)  # limit 3
+    for attempt in range(1, 4):
+        assert sp.acquire("a", attempt * 10_000, 1, fetch_end=2) == [AcquiredRecords(0, 0, attempt)]
+        if attempt < 3:
+            assert sp.acknowledge("a", [ack(0, 0, RELEASE)], attempt * 10_000) is ErrorCode.NONE
+    assert sp.expire_locks(30_000 + 1000) == 1  # third delivery's lock expires: archived, not available
+    assert sp.state_of(0) is None
+    assert sp.start_offset == 1
+    assert sp.acquire("a", 40_000, 5, fetch_end=2) == [AcquiredRecords(1, 1, 1)]
+
+
+def test_reject_and_gap_archive() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 3, fetch_end=100)
+    assert sp.acknowledge("a", [ack(0, 2, REJECT, GAP, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.start_offset == 3
+    assert sp.acquire("a", 0, 3, fetch_end=100) == [AcquiredRecords(3, 5, 1)]
+
+
+def test_lock_expiry_makes_records_available_to_others() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 2, fetch_end=100)
+    assert sp.next_deadline() == 1000
+    assert sp.expire_locks(999) == 0
+    assert sp.expire_locks(1000) == 2
+    assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 1000) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.acquire("b", 1000, 5, fetch_end=2) == [AcquiredRecords(0, 1, 2)]
+
+
+def test_renew_extends_the_lock() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 2, fetch_end=100)
+    assert sp.acknowledge("a", [ack(0, 0, RENEW)], 900) is ErrorCode.NONE
+    assert sp.expire_locks(1000) == 1  # offset 1 only
+    assert sp.state_of(0) == (RecordState.ACQUIRED, 1)
+    assert sp.expire_locks(1899) == 0
+    assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 1899) is ErrorCode.NONE
+    assert sp.start_offset == 1
+
+
+def test_acknowledge_checks_owner_and_state_all_or_nothing() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 3, fetch_end=100)
+    assert sp.acknowledge("b", [ack(0, 0, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [ack(0, 0, ACCEPT), ack(2, 5, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.state_of(0) == (RecordState.ACQUIRED, 1)  # nothing applied
+    assert sp.acknowledge("a", [ack(0, 2, ACCEPT, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [ack(0, 0, 9)], 0) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [ack(1, 1, ACCEPT), ack(0, 0, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
+
+
+def test_member_leaving_releases_only_its_records() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 2, fetch_end=100)
+    sp.acquire("b", 0, 2, fetch_end=100)
+    assert sp.release_member("a") == 2
+    assert sp.acquired_by("b") == 2
+    assert sp.acquire("c", 0, 5, fetch_end=4) == [AcquiredRecords(0, 1, 2)]
+
+
+def test_reset_and_log_start() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 5, fetch_end=100)
+    sp.move_to_log_start(3)
+    assert (sp.start_offset, sp.end_offset) == (3, 5)
+    assert sp.acknowledge("a", [ack(3, 4, ACCEPT)], 0) is ErrorCode.NONE
+    sp.reset(50)
+    assert (sp.start_offset, sp.end_offset, sp.in_flight) == (50, 50, 0)
+    assert sp.acquire("a", 0, 2, fetch_end=100) == [AcquiredRecords(50, 51, 1)]
+
+
+def test_state_batches_round_trip_and_acquired_comes_back_available() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 6, fetch_end=100)
+    sp.acknowledge("a", [ack(1, 5, ACCEPT, RELEASE, RELEASE, REJECT, ACCEPT)], 0)
+    batches = sp.state_batches()
+    assert batches == [
+        StateBatch(0, 0, RecordState.AVAILABLE, 1),
+        StateBatch(1, 1, RecordState.ACKNOWLEDGED, 1),
+        StateBatch(2, 3, RecordState.AVAILABLE, 1),
+        StateBatch(4, 4, RecordState.ARCHIVED, 1),
+        StateBatch(5, 5, RecordState.ACKNOWLEDGED, 1),
+    ]
+    restored = SharePartition.restore(sp.start_offset, batches, CONFIG)
+    assert (restored.start_offset, restored.end_offset) == (0, 6)
+    assert restored.acquire("b", 0, 10, fetch_end=8) == [
+        AcquiredRecords(0, 0, 2),
+        AcquiredRecords(2, 3, 2),
+        AcquiredRecords(6, 7, 1),
+    ]
+
+
+def test_restore_archives_records_at_the_delivery_limit() -> None:
+    restored = SharePartition.restore(10, [StateBatch(10, 11, RecordState.AVAILABLE, 3)], CONFIG)
+    assert restored.start_offset == 12
+
+
+@pytest.mark.parametrize("members", [1, 3])
+def test_every_record_delivered_once_when_all_accept(members: int) -> None:
+    sp = SharePartition(0, SharePartitionConfig(max_record_locks=50))
+    seen: list[int] = []
+    now = 0
+    while sp.start_offset < 1000:
+        for m in range(members):
+            for r in sp.acquire(f"m{m}", now, 7, fetch_end=1000):
+                seen.extend(range(r.first_offset, r.last_offset + 1))
+                assert sp.acknowledge(f"m{m}", [ack(r.first_offset, r.last_offset, ACCEPT)], now) is ErrorCode.NONE
+        now += 1
+    assert seen == sorted(seen) and seen == list(range(1000))
