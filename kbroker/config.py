@@ -113,7 +113,7 @@ def _protocol_map(text: str) -> dict[str, str]:
     return result
 
 
-SERVED_PROTOCOLS = ("PLAINTEXT", "SSL")
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +404,7 @@ class BrokerConfig:
     def for_listener(self, name: str, prop: str) -> Value | None:
         """A property's value on one listener: `listener.name.<name>.<prop>` when set, else the broker's."""
         value = self._per_listener.get((name.upper(), prop))
-        if value is None:
+        if value is None and not prop.endswith(".sasl.jaas.config"):  # those exist only per listener
             value = self.get(prop)
         return ",".join(value) if isinstance(value, tuple) else value
 
@@ -533,6 +533,7 @@ def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]
 
 
 LISTENER_PREFIX = "listener.name."
+JAAS_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 
 
 def _per_listener_values(explicit: Mapping[str, str]) -> dict[tuple[str, str], Value]:
@@ -542,6 +543,10 @@ def _per_listener_values(explicit: Mapping[str, str]) -> dict[tuple[str, str], V
         if not key.startswith(LISTENER_PREFIX):
             continue
         name, _, prop = key[len(LISTENER_PREFIX) :].partition(".")
+        mechanism, _, rest = prop.partition(".")
+        if name and rest == "sasl.jaas.config" and mechanism.upper() in JAAS_MECHANISMS:
+            result[(name.upper(), f"{mechanism.lower()}.sasl.jaas.config")] = raw  # kbroker.sasl parses it
+            continue
         definition = BROKER_PROPERTIES.get(prop)
         if not name or definition is None or not definition.per_listener:
             allowed = ", ".join(sorted(p.name for p in BROKER_PROPERTIES.values() if p.per_listener))

@@ -24,6 +24,7 @@ import structlog
 from kbroker.context import RequestContext
 from kbroker.memory import MemoryPool
 from kbroker.pipeline import RequestPipeline
+from kbroker.sasl import SaslSession, SaslSettings
 from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
 from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
@@ -82,6 +83,7 @@ class ListenerRuntime:
     tls: ssl.SSLContext | None = None  # an SSL listener (kbroker.tls.TlsSession per connection)
     cipher_staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
     failed_authentication_delay_ms: int = 100
+    sasl: SaslSettings | None = None  # a SASL_PLAINTEXT or SASL_SSL listener
 
 
 class Connection(asyncio.BufferedProtocol):
@@ -121,6 +123,7 @@ class Connection(asyncio.BufferedProtocol):
             staging=runtime.staging,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
+            sasl=SaslSession(runtime.sasl) if runtime.sasl is not None else None,
         )
 
     @property
@@ -178,22 +181,31 @@ class Connection(asyncio.BufferedProtocol):
             self._tls_failed(error)
 
     def _tls_failed(self, error: ssl.SSLError) -> None:
-        """Kafka's way: the alert goes out, the failure is logged, the connection closes after
-        connection.failed.authentication.delay.ms (so a client cannot retry in a tight loop)."""
         tls, transport = self.tls, self.transport
         assert tls is not None and transport is not None
         self.pipeline.closing = True
-        alert = tls.outgoing()
+        alert = tls.outgoing()  # the client hears why (unknown CA, certificate required)
         if alert:
             transport.write(alert)
+        if tls.established:
+            self.close(f"TLS record failed: {error.reason or error}", "info")
+            return
+        self.close_after_failed_authentication(f"TLS handshake failed: {error.reason or error}")
+
+    def close_after_failed_authentication(self, reason: str) -> None:
+        """Kafka's way: the answer goes out, the failure is logged, the connection closes after
+        connection.failed.authentication.delay.ms (so a client cannot retry in a tight loop)."""
+        transport = self.transport
+        if transport is None:
+            return
         transport.pause_reading()
-        established = tls.established
-        self.log.info(
-            "authentication_failed" if not established else "connection_closed",
-            reason=f"TLS {'handshake' if not established else 'record'} failed: {error.reason or error}",
-        )
+        self.log.info("authentication_failed", reason=reason, client_id=self.pipeline.client_id)
         delay = self.runtime.failed_authentication_delay_ms / 1000
-        asyncio.get_running_loop().call_later(delay, transport.close)
+        asyncio.get_running_loop().call_later(delay, self._close_now)
+
+    def _close_now(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     def eof_received(self) -> bool:
         self.pipeline.close("client closed the connection", "debug")
@@ -285,8 +297,15 @@ class Connection(asyncio.BufferedProtocol):
             client_host=self.peer,
             log=_RequestLog(self, header),
             listener=self.runtime.name,
-            principal=self.principal,
+            principal=self._principal(),
+            sasl=self.pipeline.sasl,
         )
+
+    def _principal(self) -> str:
+        sasl = self.pipeline.sasl
+        if sasl is not None and sasl.principal is not None:
+            return sasl.principal
+        return self.principal
 
     def _writer_drained(self) -> None:
         self._output_changed()

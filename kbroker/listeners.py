@@ -17,6 +17,7 @@ from kbroker.config import BrokerConfig, Listener
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
+from kbroker.sasl import SaslSettings
 from kbroker.tls import server_context
 from protocol.framing import DEFAULT_STAGING_SIZE
 
@@ -45,13 +46,16 @@ class Listeners:
         self.runtimes: dict[str, ListenerRuntime] = {}
         self.limits: ConnectionLimits | None = None
         self.contexts: dict[str, ssl.SSLContext | None] = {}
+        self.sasl: dict[str, SaslSettings] = {}
 
     async def bind(self, config: BrokerConfig) -> BrokerConfig:
         loop = asyncio.get_running_loop()
         ports: dict[str, int] = {}
         try:
             for listener in config.listeners:
-                tls = server_context(config, listener.name) if listener.protocol == "SSL" else None
+                tls = server_context(config, listener.name) if listener.protocol in ("SSL", "SASL_SSL") else None
+                if listener.protocol.startswith("SASL_"):
+                    self.sasl[listener.name] = SaslSettings.from_config(config, listener.name)
                 self.contexts[listener.name] = tls
                 server = await loop.create_server(
                     lambda name=listener.name: Connection(self._runtime(name)),  # type: ignore[misc]
@@ -78,6 +82,7 @@ class Listeners:
             runtime = _runtime_for(broker, listener, limits, memory, staging)
             runtime.cipher_staging = cipher
             runtime.tls = self.contexts.get(listener.name)
+            runtime.sasl = self.sasl.get(listener.name)
             self.runtimes[listener.name] = runtime
         for server in self.servers.values():
             await server.start_serving()

@@ -38,6 +38,9 @@ from protocol.primitives import DecodeError, Writer
 if TYPE_CHECKING:
     from kbroker.context import RequestContext
     from kbroker.handlers.registry import Handler
+    from kbroker.sasl import SaslSession
+
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 # Stop reading from a client that has this many requests awaiting their turn.
 MAX_IN_FLIGHT = 256
@@ -60,6 +63,9 @@ class PipelineOwner(Protocol):
 
     def close(self, reason: str, level: str, fields: dict[str, Any]) -> None:
         """Log why and close the connection."""
+
+    def close_after_failed_authentication(self, reason: str) -> None:
+        """Log the failed authentication; close once the answer is out and the failure delay has passed."""
 
 
 class _Slot:
@@ -95,11 +101,16 @@ class RequestPipeline:
         staging: bytearray | None = None,
         frame_timeout_ms: int = -1,
         now: float = 0.0,
+        sasl: SaslSession | None = None,
     ) -> None:
         self.handlers = handlers
         self.new_context = new_context
         self.owner = owner
         self.memory = memory
+        self.max_frame_size = max_frame_size
+        self.sasl = sasl
+        if sasl is not None:  # until the client authenticates, its frames stay small
+            max_frame_size = min(max_frame_size, sasl.settings.max_receive_size)
         self.reader = FrameReader(max_frame_size, staging, memory)
         self.frame_timeout = frame_timeout_ms / 1000 if frame_timeout_ms >= 0 else -1.0
         self.client_id: str | None = None
@@ -200,6 +211,12 @@ class RequestPipeline:
             self._close(f"malformed request header: {exc}", "warning", {})
             return
         self.client_id = header.client_id
+        sasl = self.sasl
+        if sasl is not None and not sasl.authenticated:
+            if not sasl.allows(header.api_key):
+                self.memory.release(held)
+                self._close("request before SASL authentication", "warning", _request_fields(header))
+                return
         handler = self.handlers.get(header.api_key)
         if handler is None or not handler.supports(header.api_version):
             self.memory.release(held)
@@ -217,6 +234,15 @@ class RequestPipeline:
             self._close(f"malformed request: {exc}", "warning", _request_fields(header))
             return
         self._dispatch(handler, header, body, held)
+        if sasl is not None and header.api_key in SASL_APIS:
+            self._after_sasl_step(sasl)
+
+    def _after_sasl_step(self, sasl: SaslSession) -> None:
+        if sasl.authenticated:
+            self.reader.max_frame_size = self.max_frame_size
+        elif sasl.failed and not self.closing:
+            self.closing = True
+            self.owner.close_after_failed_authentication(f"SASL {sasl.mechanism or 'handshake'} failed")
 
     def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int) -> None:
         ctx = self.new_context(header)

@@ -345,7 +345,7 @@ def test_listeners_properties_with_controller_listener_skipped() -> None:
 @pytest.mark.parametrize(
     ("props", "fragment"),
     [
-        ({"listeners": "SASL_PLAINTEXT://:9093"}, "uses SASL_PLAINTEXT"),
+        ({"listeners": "X://:9093", "listener.security.protocol.map": "X:KERBEROS"}, "uses KERBEROS"),
         ({"listeners": "PLAINTEXT://:9092,OTHER://:9093"}, "unmapped protocol"),
         ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, "twice"),
         (
