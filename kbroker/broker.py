@@ -13,6 +13,7 @@ from kbroker.config import BrokerConfig, Endpoint
 from kbroker.handlers.registry import Handler
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
 from kbroker.log.checkpoint import write_atomically
+from kbroker.scram import ScramStore
 
 log = structlog.get_logger(__name__)
 
@@ -27,6 +28,7 @@ class Broker:
     cluster_id: str = ""
     started_at_ms: int = 0
     extensions: dict[str, object] = field(default_factory=dict)
+    scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
 
     @property
     def node_id(self) -> int:

@@ -10,6 +10,7 @@ shared broker-wide, limits, settings from `listener.name.<name>.*`) and starts a
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ssl
 from typing import TYPE_CHECKING, Any
 
@@ -82,7 +83,8 @@ class Listeners:
             runtime = _runtime_for(broker, listener, limits, memory, staging)
             runtime.cipher_staging = cipher
             runtime.tls = self.contexts.get(listener.name)
-            runtime.sasl = self.sasl.get(listener.name)
+            settings = self.sasl.get(listener.name)
+            runtime.sasl = dataclasses.replace(settings, scram=broker.scram) if settings is not None else None
             self.runtimes[listener.name] = runtime
         for server in self.servers.values():
             await server.start_serving()

@@ -3,7 +3,8 @@
 A connection on a SASL listener starts unauthenticated: it may send ApiVersions, SaslHandshake
 (naming a mechanism from `sasl.enabled.mechanisms`) and SaslAuthenticate (the mechanism's bytes),
 each frame at most `sasl.server.max.receive.size` bytes; anything else closes it, as Kafka does.
-Mechanisms: PLAIN, with users from the listener's JAAS configuration, as Kafka configures them:
+Mechanisms: SCRAM-SHA-256 and SCRAM-SHA-512 with the credentials AlterUserScramCredentials stores
+(kbroker.scram), and PLAIN, with users from the listener's JAAS configuration, as Kafka configures them:
 
     listener.name.sasl_plaintext.plain.sasl.jaas.config=\\
         org.apache.kafka.common.security.plain.PlainLoginModule required \\
@@ -21,10 +22,11 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from kbroker.config import BrokerConfig, ConfigError
+from kbroker.scram import ScramFailure, ScramServer, ScramStore
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-MECHANISMS = ("PLAIN",)
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 PRE_AUTHENTICATION_APIS = frozenset({ApiKey.API_VERSIONS, ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 
@@ -59,6 +61,7 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: dict[str, str] = field(default_factory=dict)  # user -> password
     max_receive_size: int = 524288
+    scram: ScramStore | None = None  # the broker's SCRAM credentials (set when the broker starts)
 
     @classmethod
     def from_config(cls, config: BrokerConfig, listener: str) -> SaslSettings:
@@ -111,6 +114,7 @@ class SaslSession:
         self.state = SaslState.HANDSHAKE
         self.mechanism: str | None = None
         self.principal: str | None = None
+        self._scram: ScramServer | None = None
 
     @property
     def authenticated(self) -> bool:
@@ -137,13 +141,37 @@ class SaslSession:
         if self.state is not SaslState.AUTHENTICATE:
             self.state = SaslState.FAILED
             return Outcome(ErrorCode.ILLEGAL_SASL_STATE, "SaslAuthenticate is not expected now")
-        user = self._plain(auth_bytes)
-        if user is None:
-            self.state = SaslState.FAILED
-            return Outcome(ErrorCode.SASL_AUTHENTICATION_FAILED, "Authentication failed: Invalid username or password")
+        if self.mechanism == "PLAIN":
+            user = self._plain(auth_bytes)
+            if user is None:
+                return self._fail("Authentication failed: Invalid username or password")
+            return self._succeed(user, b"")
+        return self._scram_step(auth_bytes)
+
+    def _scram_step(self, auth_bytes: bytes) -> Outcome:
+        assert self.mechanism is not None
+        if self._scram is None:
+            store = self.settings.scram
+            if store is None:
+                return self._fail("SCRAM credentials are not available")
+            self._scram = ScramServer(self.mechanism, store)
+        try:
+            answer = self._scram.step(auth_bytes)
+        except ScramFailure as failure:
+            return self._fail(str(failure))
+        if self._scram.done:
+            assert self._scram.user is not None
+            return self._succeed(self._scram.user, answer)
+        return Outcome(ErrorCode.NONE, None, answer)
+
+    def _succeed(self, user: str, answer: bytes) -> Outcome:
         self.principal = f"User:{user}"
         self.state = SaslState.AUTHENTICATED
-        return Outcome(ErrorCode.NONE)
+        return Outcome(ErrorCode.NONE, None, answer)
+
+    def _fail(self, message: str) -> Outcome:
+        self.state = SaslState.FAILED
+        return Outcome(ErrorCode.SASL_AUTHENTICATION_FAILED, message)
 
     def _plain(self, auth_bytes: bytes) -> str | None:
         """RFC 4616: [authzid] NUL authcid NUL passwd; authzid, when given, must equal authcid."""

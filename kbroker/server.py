@@ -22,6 +22,7 @@ from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
 
@@ -57,6 +58,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     broker = Broker(
         config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
     )
+    broker.scram = ScramStore.load(config.data_dir)
     groups = start_group_coordinator(broker)
     shares = start_share_coordinator(broker)
     transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*

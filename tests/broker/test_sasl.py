@@ -162,3 +162,121 @@ def test_sasl_apis_are_advertised_on_sasl_listeners_only(sasl_broker: tuple[Brok
         assert {ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE} <= sasl_keys
         on_sasl.send(on_sasl.request_bytes(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False}))
         assert on_sasl.closed_by_peer()  # nothing but the SASL exchange before authentication
+
+
+@pytest.fixture(scope="module")
+def scram_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[BrokerProcess, int]]:
+    plain, sasl = free_port(), free_port()
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("scram") / "data",
+        "--config", f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "--config", "sasl.enabled.mechanisms=SCRAM-SHA-256,SCRAM-SHA-512",
+        port=plain,
+        listen_flag=False,
+    ).start()  # fmt: skip
+    try:
+        yield process, sasl
+    finally:
+        if process.alive():
+            process.stop()
+
+
+def scram_config(port: int, mechanism: str, user: str, password: str) -> dict[str, str]:
+    return {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanisms": mechanism,
+        "sasl.username": user,
+        "sasl.password": password,
+    }
+
+
+def test_scram_users_managed_by_the_admin_client_then_used(scram_broker: tuple[BrokerProcess, int]) -> None:
+    from confluent_kafka import KafkaError, Producer
+    from confluent_kafka.admin import AdminClient, ScramCredentialInfo, ScramMechanism, UserScramCredentialUpsertion
+
+    broker, sasl = scram_broker
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    upsertions = [
+        UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_256, 8192), b"alice-256"),
+        UserScramCredentialUpsertion("alice", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), b"alice-512"),
+    ]
+    for future in admin.alter_user_scram_credentials(upsertions).values():
+        future.result(10)
+    described = admin.describe_user_scram_credentials(["alice"])["alice"].result(10)
+    assert sorted((i.mechanism, i.iterations) for i in described.scram_credential_infos) == [
+        (ScramMechanism.SCRAM_SHA_256, 8192),
+        (ScramMechanism.SCRAM_SHA_512, 4096),
+    ]
+    assert round_trip(scram_config(sasl, "SCRAM-SHA-256", "alice", "alice-256")) == [b"%d" % i for i in range(20)]
+    assert len(round_trip(scram_config(sasl, "SCRAM-SHA-512", "alice", "alice-512"), count=5)) == 5
+    errors: list[KafkaError] = []
+    producer = Producer(scram_config(sasl, "SCRAM-SHA-256", "alice", "alice-512") | {"error_cb": errors.append})
+    producer.produce(unique_topic("denied"), b"never")
+    assert producer.flush(3) == 1
+    assert any(e.code() == KafkaError._AUTHENTICATION for e in errors), [e.str() for e in errors]
+    assert "alice-256" not in (broker.data_dir / "scram-credentials.json").read_text()
+
+
+def test_scram_credentials_survive_a_restart_and_kafka_python_uses_them(
+    scram_broker: tuple[BrokerProcess, int],
+) -> None:
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, ScramMechanism, UserScramCredentialUpsertion
+
+    broker, sasl = scram_broker
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    try:
+        upsertion = UserScramCredentialUpsertion("bob", ScramMechanism.SCRAM_SHA_512, "bob-secret", 4096)
+        assert admin.alter_user_scram_credentials([upsertion]) == {"bob": None}
+    finally:
+        admin.close()
+    broker.stop()
+    broker.start()
+    options = {
+        "bootstrap_servers": f"127.0.0.1:{sasl}",
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "SCRAM-SHA-512",
+        "sasl_plain_username": "bob",
+        "sasl_plain_password": "bob-secret",
+    }
+    topic = unique_topic("scram-kp")
+    producer = KafkaProducer(**options)
+    for i in range(5):
+        producer.send(topic, b"%d" % i)
+    producer.flush(15)
+    producer.close()
+    consumer = KafkaConsumer(**options, auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    try:
+        consumer.assign([TopicPartition(topic, 0)])
+        assert [m.value for m in consumer] == [b"%d" % i for i in range(5)]
+    finally:
+        consumer.close()
+
+
+def test_kafka_configs_tool_adds_scram_users(scram_broker: tuple[BrokerProcess, int]) -> None:
+    """Kafka's own kafka-configs (ConfigCommand) manages SCRAM users against kbroker."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.process import REPO
+
+    broker, sasl = scram_broker
+    if not shutil.which("java"):
+        pytest.skip("Kafka's tools need java")
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from kafka_ref import ensure_jars
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    libs = ensure_jars()
+    result = subprocess.run(
+        ["java", "-cp", f"{libs}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap,
+         "--alter", "--entity-type", "users", "--entity-name", "carol",
+         "--add-config", "SCRAM-SHA-256=[iterations=8192,password=carol-secret]"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "Completed updating config for user carol" in result.stdout
+    assert len(round_trip(scram_config(sasl, "SCRAM-SHA-256", "carol", "carol-secret"), count=3)) == 3
