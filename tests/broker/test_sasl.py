@@ -1,9 +1,10 @@
-"""SASL_PLAINTEXT and SASL_SSL listeners with PLAIN against real clients: confluent-kafka and kafka-python."""
+"""SASL_PLAINTEXT and SASL_SSL listeners (PLAIN, SCRAM) against real clients: confluent-kafka, kafka-python, Kafka's tools."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -280,3 +281,68 @@ def test_kafka_configs_tool_adds_scram_users(scram_broker: tuple[BrokerProcess, 
     assert result.returncode == 0, result.stderr[-2000:]
     assert "Completed updating config for user carol" in result.stdout
     assert len(round_trip(scram_config(sasl, "SCRAM-SHA-256", "carol", "carol-secret"), count=3)) == 3
+
+
+def test_java_admin_client_over_mutual_tls_and_sasl_ssl_scram(tmp_path: Path, certs: Certificates) -> None:
+    """Kafka 4.3.1's Java admin client (through kafka-configs): adds a SCRAM user over mutual TLS, then
+    authenticates with it over SASL_SSL; a wrong password is Java's SaslAuthenticationException."""
+    import shutil
+    import subprocess
+    import sys
+
+    from tests.process import REPO
+
+    if not shutil.which("java"):
+        pytest.skip("Kafka's tools need java")
+    sys.path.insert(0, str(REPO / "scripts"))
+    try:
+        from kafka_ref import ensure_jars
+    finally:
+        sys.path.remove(str(REPO / "scripts"))
+    libs = ensure_jars()
+    plain, tls, sasl_ssl = free_port(), free_port(), free_port()
+    broker = BrokerProcess(
+        tmp_path / "data",
+        "--config", f"listeners=PLAINTEXT://127.0.0.1:{plain},SSL://127.0.0.1:{tls},SASL_SSL://127.0.0.1:{sasl_ssl}",
+        "--config", f"ssl.keystore.location={certs.server}",
+        "--config", f"ssl.truststore.location={certs.ca}",
+        "--config", "listener.name.ssl.ssl.client.auth=required",
+        "--config", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        port=plain,
+        listen_flag=False,
+    ).start()  # fmt: skip
+    client_keystore = tmp_path / "client-keystore.pem"
+    client_keystore.write_text(certs.client_key.read_text() + certs.client_cert.read_text())
+    trust = f"ssl.truststore.type=PEM\nssl.truststore.location={certs.ca}\n"
+    over_tls = tmp_path / "tls.properties"
+    over_tls.write_text(
+        f"security.protocol=SSL\n{trust}ssl.keystore.type=PEM\nssl.keystore.location={client_keystore}\n"
+    )
+
+    def over_sasl(password: str) -> Path:
+        path = tmp_path / f"sasl-{password}.properties"
+        jaas = (
+            f'org.apache.kafka.common.security.scram.ScramLoginModule required username="dora" password="{password}";'
+        )
+        path.write_text(f"security.protocol=SASL_SSL\n{trust}sasl.mechanism=SCRAM-SHA-512\nsasl.jaas.config={jaas}\n")
+        return path
+
+    def configs(port: int, properties: Path, *args: str) -> subprocess.CompletedProcess[str]:
+        command = ["java", "-cp", f"{libs}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", f"127.0.0.1:{port}",
+                   "--command-config", str(properties), *args]  # fmt: skip
+        return subprocess.run(command, capture_output=True, text=True, timeout=120)
+
+    try:
+        added = configs(tls, over_tls, "--alter", "--entity-type", "users", "--entity-name", "dora",
+                        "--add-config", "SCRAM-SHA-512=[password=dora-secret]")  # fmt: skip
+        assert added.returncode == 0 and "Completed updating config for user dora" in added.stdout, added.stderr
+        described = configs(sasl_ssl, over_sasl("dora-secret"), "--describe", "--entity-type", "brokers",
+                            "--entity-name", "1")  # fmt: skip
+        assert described.returncode == 0 and "configs for broker 1" in described.stdout, described.stderr
+        refused = configs(sasl_ssl, over_sasl("wrong"), "--describe", "--entity-type", "brokers",
+                          "--entity-name", "1")  # fmt: skip
+        assert refused.returncode != 0
+        assert "SaslAuthenticationException" in refused.stdout + refused.stderr
+        assert "User:dora" in broker.log_text()
+    finally:
+        broker.stop()
