@@ -282,6 +282,9 @@ _SERVER = [
     _p("sasl.enabled.mechanisms", LIST, ("PLAIN",), "SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer.",
        OneOf(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")), note="Kafka's default is GSSAPI, which kbroker does not offer.",
        per_listener=True),
+    _p("connections.max.reauth.ms", LONG, 0,
+       "How long a SASL session lasts before the client must re-authenticate on the same connection (KIP-368); "
+       "0: never.", _NON_NEGATIVE, per_listener=True),
     _p("sasl.server.max.receive.size", INT, 524288,
        "Largest request accepted from a client that has not authenticated yet (SASL listeners).", _POSITIVE,
        per_listener=True),

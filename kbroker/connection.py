@@ -123,7 +123,7 @@ class Connection(asyncio.BufferedProtocol):
             staging=runtime.staging,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
-            sasl=SaslSession(runtime.sasl) if runtime.sasl is not None else None,
+            sasl=SaslSession(runtime.sasl, time.monotonic) if runtime.sasl is not None else None,
         )
 
     @property

@@ -212,10 +212,14 @@ class RequestPipeline:
             return
         self.client_id = header.client_id
         sasl = self.sasl
-        if sasl is not None and not sasl.authenticated:
+        if sasl is not None and header.api_key not in SASL_APIS:
             if not sasl.allows(header.api_key):
                 self.memory.release(held)
                 self._close("request before SASL authentication", "warning", _request_fields(header))
+                return
+            if sasl.expired(self.last_active):
+                self.memory.release(held)
+                self._close("SASL session expired (connections.max.reauth.ms)", "info", _request_fields(header))
                 return
         handler = self.handlers.get(header.api_key)
         if handler is None or not handler.supports(header.api_version):

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hmac
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -61,6 +62,7 @@ class SaslSettings:
     mechanisms: tuple[str, ...]
     plain_users: dict[str, str] = field(default_factory=dict)  # user -> password
     max_receive_size: int = 524288
+    reauth_ms: int = 0  # connections.max.reauth.ms: 0, sessions never expire
     scram: ScramStore | None = None  # the broker's SCRAM credentials (set when the broker starts)
 
     @classmethod
@@ -88,8 +90,9 @@ class SaslSettings:
             if not users:
                 raise ConfigError(f"the PLAIN JAAS configuration of listener {listener} lists no user_<name>=...")
         max_receive = config.for_listener(listener, "sasl.server.max.receive.size")
-        assert isinstance(max_receive, int)
-        return cls(mechanisms, users, max_receive)
+        reauth = config.for_listener(listener, "connections.max.reauth.ms")
+        assert isinstance(max_receive, int) and isinstance(reauth, int)
+        return cls(mechanisms, users, max_receive, reauth)
 
 
 class SaslState(Enum):
@@ -107,18 +110,36 @@ class Outcome:
 
 
 class SaslSession:
-    """One connection's SASL exchange (pure: no I/O, no clock)."""
+    """One connection's SASL exchange (pure: no I/O; time comes from `clock`, in seconds).
 
-    def __init__(self, settings: SaslSettings) -> None:
+    Re-authentication (KIP-368): with `connections.max.reauth.ms` set, a session lasts that long
+    (SaslAuthenticate v1+ tells the client); the client authenticates again on the same connection,
+    with the same mechanism and as the same principal, before it expires. A request other than the
+    SASL exchange arriving after expiry closes the connection (`expired`).
+    """
+
+    def __init__(self, settings: SaslSettings, clock: Callable[[], float] = lambda: 0.0) -> None:
         self.settings = settings
+        self.clock = clock
         self.state = SaslState.HANDSHAKE
         self.mechanism: str | None = None
         self.principal: str | None = None
+        self.expires_at: float | None = None
+        self.reauthenticating = False
         self._scram: ScramServer | None = None
 
     @property
     def authenticated(self) -> bool:
         return self.state is SaslState.AUTHENTICATED
+
+    def expired(self, now: float) -> bool:
+        return self.expires_at is not None and now >= self.expires_at
+
+    def session_lifetime_ms(self) -> int:
+        """What SaslAuthenticate v1+ reports: 0 when the session never needs re-authentication."""
+        if self.expires_at is None:
+            return 0
+        return max(1, int((self.expires_at - self.clock()) * 1000))
 
     @property
     def failed(self) -> bool:
@@ -128,11 +149,17 @@ class SaslSession:
         return self.authenticated or api_key in PRE_AUTHENTICATION_APIS
 
     def handshake(self, mechanism: str) -> Outcome:
-        if self.state is not SaslState.HANDSHAKE:
+        reauthenticating = self.state is SaslState.AUTHENTICATED and self.settings.reauth_ms > 0
+        if self.state is not SaslState.HANDSHAKE and not reauthenticating:
             self.state = SaslState.FAILED
             return Outcome(ErrorCode.ILLEGAL_SASL_STATE, "SaslHandshake is not expected now")
         if mechanism not in self.settings.mechanisms:
             return Outcome(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"Unsupported SASL mechanism {mechanism}")
+        if reauthenticating and mechanism != self.mechanism:
+            self.state = SaslState.FAILED
+            return Outcome(ErrorCode.ILLEGAL_SASL_STATE, "Re-authentication must use the same SASL mechanism")
+        self.reauthenticating = reauthenticating
+        self._scram = None
         self.mechanism = mechanism
         self.state = SaslState.AUTHENTICATE
         return Outcome(ErrorCode.NONE)
@@ -165,8 +192,14 @@ class SaslSession:
         return Outcome(ErrorCode.NONE, None, answer)
 
     def _succeed(self, user: str, answer: bytes) -> Outcome:
-        self.principal = f"User:{user}"
+        principal = f"User:{user}"
+        if self.reauthenticating and principal != self.principal:
+            return self._fail("Cannot change principals during re-authentication")
+        self.principal = principal
         self.state = SaslState.AUTHENTICATED
+        self.reauthenticating = False
+        reauth = self.settings.reauth_ms
+        self.expires_at = self.clock() + reauth / 1000 if reauth > 0 else None
         return Outcome(ErrorCode.NONE, None, answer)
 
     def _fail(self, message: str) -> Outcome:

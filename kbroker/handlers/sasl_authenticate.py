@@ -1,8 +1,8 @@
 """SaslAuthenticate (36): one round of the chosen SASL mechanism. Advertised only on SASL listeners.
 
 A failure answers SASL_AUTHENTICATION_FAILED and the connection closes after
-connection.failed.authentication.delay.ms (kbroker.pipeline). session_lifetime_ms is 0: no
-re-authentication is asked for (connections.max.reauth.ms is not implemented).
+connection.failed.authentication.delay.ms (kbroker.pipeline). session_lifetime_ms (v1+) is what is
+left of the session under connections.max.reauth.ms (KIP-368), 0 when it never expires.
 """
 
 from __future__ import annotations
@@ -20,11 +20,20 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     sasl = ctx.sasl
     if sasl is None:
         return _answer(ErrorCode.ILLEGAL_SASL_STATE, "SASL is not enabled on this listener", b"")
+    reauthenticating = sasl.reauthenticating
     outcome = sasl.authenticate(bytes(request["auth_bytes"]))
+    lifetime = 0
     if outcome.error is ErrorCode.NONE and sasl.authenticated:
-        ctx.log.info("sasl_authenticated", mechanism=sasl.mechanism, principal=sasl.principal)
-    return _answer(outcome.error, outcome.message, outcome.auth_bytes)
+        lifetime = sasl.session_lifetime_ms()
+        event = "sasl_reauthenticated" if reauthenticating else "sasl_authenticated"
+        ctx.log.info(event, mechanism=sasl.mechanism, principal=sasl.principal, session_lifetime_ms=lifetime)
+    return _answer(outcome.error, outcome.message, outcome.auth_bytes, lifetime)
 
 
-def _answer(error: ErrorCode, message: str | None, auth_bytes: bytes) -> dict[str, Any]:
-    return {"error_code": int(error), "error_message": message, "auth_bytes": auth_bytes, "session_lifetime_ms": 0}
+def _answer(error: ErrorCode, message: str | None, auth_bytes: bytes, lifetime_ms: int = 0) -> dict[str, Any]:
+    return {
+        "error_code": int(error),
+        "error_message": message,
+        "auth_bytes": auth_bytes,
+        "session_lifetime_ms": lifetime_ms,
+    }

@@ -346,3 +346,49 @@ def test_java_admin_client_over_mutual_tls_and_sasl_ssl_scram(tmp_path: Path, ce
         assert "User:dora" in broker.log_text()
     finally:
         broker.stop()
+
+
+def test_unauthenticated_frames_are_limited_to_sasl_server_max_receive_size(
+    sasl_broker: tuple[BrokerProcess, int, int],
+) -> None:
+    import socket
+    import struct
+
+    broker, sasl, _ = sasl_broker
+    with socket.create_connection(("127.0.0.1", sasl)) as sock, RawClient(broker.bootstrap) as plaintext:
+        sock.sendall(struct.pack(">i", 524288 + 1))
+        sock.settimeout(5)
+        assert sock.recv(1) == b""
+        assert plaintext.call(ApiKey.API_VERSIONS, 3, {})["error_code"] == 0
+    assert "frame length 524289 is outside 0..524288" in broker.log_text()
+
+
+def test_librdkafka_reauthenticates_before_the_session_expires(tmp_path: Path) -> None:
+    """KIP-368: with connections.max.reauth.ms=2000 a producer keeps producing for 7 s on the same
+    connection, re-authenticating as its sessions near their end; nothing is refused or lost."""
+    from confluent_kafka import Producer
+
+    plain, sasl = free_port(), free_port()
+    broker = BrokerProcess(
+        tmp_path / "data",
+        "--config", f"listeners=PLAINTEXT://127.0.0.1:{plain},SASL_PLAINTEXT://127.0.0.1:{sasl}",
+        "--config", f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}",
+        "--config", "connections.max.reauth.ms=2000",
+        port=plain,
+        listen_flag=False,
+    ).start()  # fmt: skip
+    try:
+        delivered: list[bool] = []
+        producer = Producer(confluent(sasl, "alice", "alice-secret"))
+        topic = unique_topic("reauth")
+        end = time.monotonic() + 7
+        while time.monotonic() < end:
+            producer.produce(topic, b"x", on_delivery=lambda err, msg: delivered.append(err is None))
+            producer.poll(0.1)
+        assert producer.flush(10) == 0
+        assert delivered and all(delivered)
+        log = broker.log_text()
+        assert log.count("event=sasl_reauthenticated") >= 2, log[-3000:]
+        assert "session expired" not in log
+    finally:
+        broker.stop()

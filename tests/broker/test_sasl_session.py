@@ -130,3 +130,50 @@ def test_failed_authentication_answers_then_closes_after_the_delay() -> None:
     pipe.feed(request(ApiKey.SASL_AUTHENTICATE, 2, version=1, body={"auth_bytes": b"\x00alice\x00nope"}))
     assert len(owner.written) == 2  # the SaslAuthenticate answer went out first
     assert owner.auth_failed == "SASL PLAIN failed" and pipe.closing
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_reauthentication_extends_the_session_for_the_same_principal_only() -> None:
+    clock = FakeClock()
+    users = {"alice": "alice-secret", "bob": "bob-secret"}
+    session = SaslSession(SaslSettings(("PLAIN",), users, reauth_ms=10_000), clock)
+    session.handshake("PLAIN")
+    assert session.authenticate(b"\x00alice\x00alice-secret").error is ErrorCode.NONE
+    assert session.session_lifetime_ms() == 10_000 and not session.expired(109.9) and session.expired(110.0)
+    clock.now = 108.0
+    assert session.handshake("PLAIN").error is ErrorCode.NONE and session.reauthenticating
+    assert session.authenticate(b"\x00alice\x00alice-secret").error is ErrorCode.NONE
+    assert session.expires_at == 118.0 and not session.expired(115.0)
+    session.handshake("PLAIN")
+    outcome = session.authenticate(b"\x00bob\x00bob-secret")
+    assert outcome.error is ErrorCode.SASL_AUTHENTICATION_FAILED and "Cannot change principals" in str(outcome.message)
+
+
+def test_without_reauth_ms_a_second_handshake_is_illegal() -> None:
+    session = SaslSession(settings())
+    session.handshake("PLAIN")
+    session.authenticate(b"\x00alice\x00alice-secret")
+    assert session.session_lifetime_ms() == 0 and not session.expired(10**9)
+    assert session.handshake("PLAIN").error is ErrorCode.ILLEGAL_SASL_STATE
+
+
+def test_expired_session_closes_on_the_next_request() -> None:
+    pipe, owner, session = sasl_pipeline()
+    session.settings = SaslSettings(("PLAIN",), {"alice": "alice-secret"}, max_receive_size=1000, reauth_ms=5000)
+    clock = FakeClock()
+    session.clock = clock
+    pipe.feed(request(ApiKey.SASL_HANDSHAKE, 1, version=1, body={"mechanism": "PLAIN"}), now=100.0)
+    pipe.feed(
+        request(ApiKey.SASL_AUTHENTICATE, 2, version=1, body={"auth_bytes": b"\x00alice\x00alice-secret"}), now=100.0
+    )
+    pipe.feed(request(ApiKey.METADATA, 3, version=1, body={"topics": []}), now=104.0)
+    assert owner.closed is None
+    pipe.feed(request(ApiKey.METADATA, 4, version=1, body={"topics": []}), now=105.0)
+    assert owner.closed is not None and "expired" in owner.closed[0]
