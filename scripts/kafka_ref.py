@@ -129,8 +129,21 @@ def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Pope
 class KafkaRef:
     """One Apache Kafka node (broker + controller, KRaft) on 127.0.0.1 with a temporary log dir."""
 
-    def __init__(self, port: int | None = None, version: str = KAFKA_VERSION, log_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        version: str = KAFKA_VERSION,
+        log_path: Path | None = None,
+        *,
+        listeners: dict[str, str] | None = None,
+        properties: list[str] | None = None,
+    ) -> None:
+        """`listeners`: more client listeners, name -> security protocol, each on a free port
+        (`listener_ports[name]`); `properties`: more server.properties lines."""
         self.port = port or free_port()
+        self.extra_listeners = dict(listeners or {})
+        self.listener_ports = {name: free_port() for name in self.extra_listeners}
+        self.extra_properties = list(properties or [])
         self.controller_port = free_port()
         self.version = version
         self.log_path = log_path
@@ -142,16 +155,18 @@ class KafkaRef:
         return f"127.0.0.1:{self.port}"
 
     def _properties(self, log_dir: Path) -> str:
+        extra = "".join(f",{name}://127.0.0.1:{self.listener_ports[name]}" for name in self.extra_listeners)
+        protocols = "".join(f",{name}:{protocol}" for name, protocol in self.extra_listeners.items())
         return "\n".join(
             [
                 "process.roles=broker,controller",
                 "node.id=1",
                 f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}{extra}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}{extra}",
                 "controller.listener.names=CONTROLLER",
                 "inter.broker.listener.name=PLAINTEXT",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
                 f"log.dirs={log_dir}",
                 # A single node cannot hold 3 replicas of the internal topics.
                 "offsets.topic.replication.factor=1",
@@ -160,6 +175,7 @@ class KafkaRef:
                 "share.coordinator.state.topic.replication.factor=1",
                 "share.coordinator.state.topic.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
+                *self.extra_properties,
                 "",
             ]
         )
