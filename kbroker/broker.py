@@ -1,4 +1,13 @@
-"""The broker's state shared by every handler: configuration, identity, logs."""
+"""The broker: every subsystem a handler reaches, as typed fields.
+
+server.serve builds them in this order: configuration and logs (LogManager.startup), the
+broker itself (its fetch waiters subscribe to every partition's appends; its producer id
+manager reads its block file), the group coordinator (replays __consumer_offsets), then the
+share-group coordinator, then the transaction coordinator (replays __transaction_state,
+completes prepared transactions: its markers may publish transactional offsets, so it comes
+after the groups). The handler
+registry is not part of it (kbroker.handlers.registry; the connections get it from the server).
+"""
 
 from __future__ import annotations
 
@@ -6,14 +15,21 @@ import base64
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
 from kbroker.config import BrokerConfig, Endpoint
-from kbroker.handlers.registry import Handler
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
 from kbroker.log.checkpoint import write_atomically
-from kbroker.scram import ScramStore
+from kbroker.txn.producer_ids import ProducerIdManager
+from kbroker.waiters import FetchWaiters
+
+if TYPE_CHECKING:
+    from kbroker.group.runtime import GroupRuntime
+    from kbroker.scram import ScramStore
+    from kbroker.share.runtime import ShareRuntime
+    from kbroker.txn.runtime import TxnRuntime
 
 log = structlog.get_logger(__name__)
 
@@ -24,11 +40,19 @@ META_PROPERTIES = "meta.properties"
 class Broker:
     config: BrokerConfig
     logs: LogManager
-    handlers: dict[int, Handler]
     cluster_id: str = ""
     started_at_ms: int = 0
-    extensions: dict[str, object] = field(default_factory=dict)
+    fetch_waiters: FetchWaiters = field(init=False)  # long-poll fetches, woken by every partition's appends
+    producer_ids: ProducerIdManager = field(init=False)  # <data-dir>/producer-id-block
+    groups: GroupRuntime | None = None  # set once the group coordinator has loaded (group_runtime())
+    shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
+    transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
+
+    def __post_init__(self) -> None:
+        self.fetch_waiters = FetchWaiters()
+        self.logs.on_append.append(self.fetch_waiters.on_append)
+        self.producer_ids = ProducerIdManager(self.config.data_dir)
 
     @property
     def node_id(self) -> int:

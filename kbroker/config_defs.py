@@ -369,8 +369,8 @@ _LOG = [
        "log.flush.scheduler.interval.ms.", topic="flush.ms"),
     _p("log.flush.scheduler.interval.ms", LONG, LONG_MAX, "How often logs are checked for a due time-based fsync.",
        topic="flush.ms"),
-    _p("log.flush.offset.checkpoint.interval.ms", INT, 60000, "How often the recovery point is checkpointed.",
-       _NON_NEGATIVE),
+    _p("log.flush.offset.checkpoint.interval.ms", INT, 60000, "How often the recovery points are checkpointed.",
+       _NON_NEGATIVE, note="kbroker also snapshots the producer state of partitions that moved on at this interval."),
     _p("log.segment.delete.delay.ms", LONG, 60000, "Wait before a deleted segment's files are removed.", _NON_NEGATIVE,
        topic="file.delete.delay.ms"),
     _p("log.preallocate", BOOL, False, "Preallocate the file of a new segment.", topic="preallocate"),
@@ -566,3 +566,36 @@ _TOPIC_LIST = [
 TOPIC_PROPERTIES: dict[str, TopicProperty] = {t.name: t for t in _TOPIC_LIST}
 
 assert all(s.name in BROKER_PROPERTIES for t in _TOPIC_LIST for s in t.synonyms)
+
+#: Kafka topic configs kbroker does not support: refused by CreateTopics/AlterConfigs with that reason.
+UNSUPPORTED_TOPIC_CONFIGS = (
+    frozenset(
+        {
+            "compression.type",
+            "compression.gzip.level",
+            "compression.lz4.level",
+            "compression.zstd.level",
+            "delete.retention.ms",
+            "follower.replication.throttled.replicas",
+            "leader.replication.throttled.replicas",
+            "local.retention.bytes",
+            "local.retention.ms",
+            "max.compaction.lag.ms",
+            "message.downconversion.enable",
+            "message.format.version",
+            "message.timestamp.after.max.ms",
+            "message.timestamp.before.max.ms",
+            "message.timestamp.difference.max.ms",
+            "min.cleanable.dirty.ratio",
+            "min.compaction.lag.ms",
+            "min.insync.replicas",
+            "preallocate",
+            "remote.log.copy.disable",
+            "remote.log.delete.on.disable",
+            "remote.storage.enable",
+            "segment.jitter.ms",
+            "unclean.leader.election.enable",
+        }
+    )
+    - TOPIC_PROPERTIES.keys()
+)

@@ -15,7 +15,7 @@ import asyncio
 import itertools
 import ssl
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from protocol.headers import RequestHeader
 if TYPE_CHECKING:
     from kbroker.broker import Broker
     from kbroker.config import Listener
+    from kbroker.handlers.registry import Handler
     from kbroker.limits import ConnectionLimits
 
 log = structlog.get_logger("kbroker.connection")
@@ -73,6 +74,7 @@ class ListenerRuntime:
     request memory and staging buffer, and the registry enforcing connection limits."""
 
     broker: Broker
+    handlers: Mapping[int, Handler]  # the registry (kbroker.handlers.registry)
     limits: ConnectionLimits
     name: str = "PLAINTEXT"
     listener: Listener | None = None
@@ -115,7 +117,7 @@ class Connection(asyncio.BufferedProtocol):
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
         self.pipeline = RequestPipeline(
-            runtime.broker.handlers,
+            runtime.handlers,
             self._new_context,
             self,
             max_frame_size=runtime.max_frame_size,

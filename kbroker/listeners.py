@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import ssl
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from kbroker.config import BrokerConfig, Listener
@@ -24,6 +25,7 @@ from protocol.framing import DEFAULT_STAGING_SIZE
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.handlers.registry import Handler
 
 
 def connection_limits(config: BrokerConfig) -> ConnectionLimits:
@@ -73,14 +75,14 @@ class Listeners:
             raise OSError(error.errno, f"cannot listen on {listener}: {error.strerror or error}") from error
         return config.with_bound_ports(ports)
 
-    async def start(self, broker: Broker) -> ConnectionLimits:
+    async def start(self, broker: Broker, handlers: Mapping[int, Handler]) -> ConnectionLimits:
         config = broker.config
         limits = self.limits = connection_limits(config)
         memory = MemoryPool(config.get_int("queued.max.request.bytes"))
         staging = bytearray(DEFAULT_STAGING_SIZE)  # one staging buffer for every connection of the loop
         cipher = bytearray(DEFAULT_STAGING_SIZE)  # and one for TLS records before decryption
         for listener in config.listeners:
-            runtime = _runtime_for(broker, listener, limits, memory, staging)
+            runtime = _runtime_for(broker, handlers, listener, limits, memory, staging)
             runtime.cipher_staging = cipher
             runtime.tls = self.contexts.get(listener.name)
             settings = self.sasl.get(listener.name)
@@ -101,11 +103,17 @@ class Listeners:
 
 
 def _runtime_for(
-    broker: Broker, listener: Listener, limits: ConnectionLimits, memory: MemoryPool, staging: bytearray
+    broker: Broker,
+    handlers: Mapping[int, Handler],
+    listener: Listener,
+    limits: ConnectionLimits,
+    memory: MemoryPool,
+    staging: bytearray,
 ) -> ListenerRuntime:
     config = broker.config
     return ListenerRuntime(
         broker=broker,
+        handlers=handlers,
         limits=limits,
         name=listener.name,
         listener=listener,

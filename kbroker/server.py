@@ -55,14 +55,13 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
-    broker = Broker(
-        config=config, logs=logs, handlers=handlers, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000)
-    )
+    broker = Broker(config=config, logs=logs, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000))
     broker.scram = ScramStore.load(config.data_dir)
-    groups = start_group_coordinator(broker)
-    shares = start_share_coordinator(broker)
-    transactions = await start_transaction_coordinator(broker)  # completes transactions a crash left in Prepare*
-    registry = await listeners.start(broker)
+    broker.groups = groups = start_group_coordinator(broker)
+    broker.shares = shares = start_share_coordinator(broker)
+    # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
+    broker.transactions = transactions = await start_transaction_coordinator(broker)
+    registry = await listeners.start(broker, handlers)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):

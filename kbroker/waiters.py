@@ -5,8 +5,9 @@ FetchWait on every partition it reads. FetchWaiters subscribes to every partitio
 on_append event (LogManager.on_append, fired by UnifiedLog after each append, whoever
 appends): the appended bytes are added to each waiter on the partition, and the ones
 that reached min_bytes complete. A
-timer completes the rest at max_wait_ms; ``wake_fetches`` completes them at once
-when a partition's log start moves or the partition goes away. Nothing polls: a waiting fetch is a
+timer completes the rest at max_wait_ms; ``wake`` completes them at once when a
+partition's log start moves or the partition goes away. The broker owns one
+(`broker.fetch_waiters`). Nothing polls: a waiting fetch is a
 dict entry, a future and a timer handle, and costs no CPU until one of them fires.
 """
 
@@ -17,12 +18,9 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from kbroker.broker import Broker
     from kbroker.log import AppendInfo, UnifiedLog
 
 TopicPartition = tuple[str, int]
-
-_EXTENSION = "fetch_waiters"
 
 
 class FetchWait:
@@ -95,20 +93,3 @@ class FetchWaiters:
 def _wake(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def fetch_waiters(broker: Broker) -> FetchWaiters:
-    """The broker's waiting fetches (created on first use)."""
-    waiters = broker.extensions.get(_EXTENSION)
-    if waiters is None:
-        waiters = broker.extensions[_EXTENSION] = FetchWaiters()
-        broker.logs.on_append.append(waiters.on_append)
-    assert isinstance(waiters, FetchWaiters)
-    return waiters
-
-
-def wake_fetches(broker: Broker, topic: str, partition: int) -> None:
-    """Answer the fetches waiting on topic-partition at once (DeleteRecords, topic deletion)."""
-    waiters = broker.extensions.get(_EXTENSION)
-    if waiters is not None:
-        waiters.wake((topic, partition))  # type: ignore[attr-defined]

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,16 @@ def free_port() -> int:
 
 
 class BrokerProcess:
-    def __init__(self, data_dir: Path, *args: str, port: int | None = None, listen_flag: bool = True) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *args: str,
+        port: int | None = None,
+        preexec_fn: Callable[[], Any] | None = None,
+        listen_flag: bool = True,
+    ) -> None:
         """`listen_flag=False`: no --listen (the args configure `listeners`, one of them on `port`)."""
+        self.preexec_fn = preexec_fn  # run in the child before exec (e.g. resource limits)
         self.port = port or free_port()
         self.listen_flag = listen_flag
         self.data_dir = data_dir
@@ -44,7 +53,9 @@ class BrokerProcess:
         if self.listen_flag:
             cmd += ["--listen", self.bootstrap]
         with open(self.log_path, "ab") as log:
-            self.proc = subprocess.Popen([*cmd, *self.args], stdout=log, stderr=log, cwd=REPO)
+            self.proc = subprocess.Popen(
+                [*cmd, *self.args], stdout=log, stderr=log, cwd=REPO, preexec_fn=self.preexec_fn
+            )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:

@@ -175,7 +175,7 @@ def test_config_value_may_contain_equals_signs() -> None:
 
 _LOG_PROBE = """
 import logging, sys, structlog
-from kbroker.logs import configure_logging
+from kbroker.logging_setup import configure_logging
 configure_logging(sys.argv[1], sys.argv[2])
 log = structlog.get_logger().bind(conn=3)
 log.debug("hidden_debug", a=1)

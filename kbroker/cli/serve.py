@@ -113,7 +113,7 @@ def add_configs(commands: argparse._SubParsersAction[Any]) -> None:
 def load_config(args: argparse.Namespace) -> BrokerConfig:
     """Merge --config-file and --config pairs (later wins) and build the BrokerConfig."""
     from kbroker.config import BrokerConfig, ConfigError, read_properties_file
-    from kbroker.logs import FORMATS, LEVELS
+    from kbroker.logging_setup import FORMATS, LEVELS
 
     if args.log_level.lower() not in LEVELS:
         raise ConfigError(f"unknown log level {args.log_level!r}: use one of {', '.join(LEVELS)}")
@@ -141,12 +141,16 @@ def serve_command(args: argparse.Namespace) -> int:
         return EXIT_CONFIG
     import structlog
 
-    from kbroker.logs import configure_logging
+    from kbroker.logging_setup import configure_logging
 
     configure_logging(args.log_level, args.log_format)
     log = structlog.get_logger("kbroker")
     for name in config.ignored_settings():
         log.warning("config_ignored", name=name, reason=BROKER_PROPERTIES[name].note)
+    from kbroker.log.files import raise_open_file_limit
+
+    soft, hard = raise_open_file_limit()  # thousands of partitions need descriptors (more: log/files.py)
+    log.info("open_file_limit", soft=soft, hard=hard)
     try:
         server = importlib.import_module("kbroker.server")  # late: the CLI and --help need not load it
     except ModuleNotFoundError as exc:

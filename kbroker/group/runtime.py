@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EXTENSION_KEY = "group_coordinator"
 COMMIT_MARKER = 1  # ControlRecordType.COMMIT
 
 

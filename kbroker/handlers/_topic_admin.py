@@ -15,9 +15,8 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from kbroker.config import TOPIC_PROPERTIES, ConfigEntry, ConfigError, validate_topic_configs
-from kbroker.config_defs import suggest
+from kbroker.config_defs import UNSUPPORTED_TOPIC_CONFIGS, suggest
 from kbroker.log import InvalidConfigError, LogConfig, TopicMetadata
-from kbroker.log.config import OTHER_TOPIC_CONFIGS
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -92,22 +91,6 @@ def colliding_topic(name: str, existing: Iterable[str]) -> str | None:
     return None
 
 
-# broker.extensions key: a list of callables (topic name, partition count) -> None that DeleteTopics calls after
-# a topic's logs are gone, so state kept per partition elsewhere (group offsets, producer state) can be dropped.
-# Registered with broker.extensions.setdefault(TOPIC_DELETED_LISTENERS, []).append(callback).
-TOPIC_DELETED_LISTENERS = "topic_deleted_listeners"
-
-
-def notify_topic_deleted(broker: Broker, name: str, partitions: int) -> None:
-    listeners = broker.extensions.get(TOPIC_DELETED_LISTENERS) or []
-    assert isinstance(listeners, list)
-    for listener in listeners:
-        try:
-            listener(name, partitions)
-        except Exception:  # noqa: BLE001 - one failing listener must not fail the deletion
-            log.exception("topic_deleted_listener_failed", topic=name, listener=repr(listener))
-
-
 def find_topic_by_id(broker: Broker, topic_id: bytes) -> TopicMetadata | None:
     wanted = uuid.UUID(bytes=bytes(topic_id))
     for metadata in broker.logs.topics().values():
@@ -148,7 +131,7 @@ def check_topic_configs(broker: Broker, overrides: Mapping[str, str | None]) -> 
 
 
 def unknown_topic_config_message(name: str) -> str:
-    if name in OTHER_TOPIC_CONFIGS:
+    if name in UNSUPPORTED_TOPIC_CONFIGS:
         return f"Unknown topic config name: {name} (a Kafka topic config that kbroker does not support)"
     return f"Unknown topic config name: {name}{suggest(name, TOPIC_PROPERTIES)}"
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.features import FINALIZED_FEATURES_EPOCH, finalized_features, supported_features
-from kbroker.handlers.registry import handles
+from kbroker.handlers.registry import HANDLERS, handles
 from protocol.api_keys import ApiKey
 
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
@@ -16,7 +16,7 @@ SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     keys = [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
-        for h in sorted(ctx.broker.handlers.values(), key=lambda h: h.api_key)
+        for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
         if ctx.sasl is not None or h.api_key not in SASL_APIS  # SASL is offered on SASL listeners only
     ]
     # transaction.version stays below 2, so clients keep the classic transaction protocol

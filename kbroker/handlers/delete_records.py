@@ -15,7 +15,6 @@ from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
-from kbroker.waiters import wake_fetches
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -43,7 +42,7 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> dict[st
     except KafkaStorageError as error:
         ctx.log.error("delete_records_storage_error", topic=topic, partition=index, error=str(error))
         return _answer(index, ErrorCode.KAFKA_STORAGE_ERROR)
-    wake_fetches(ctx.broker, topic, index)  # a waiting fetch below the new log start answers OFFSET_OUT_OF_RANGE
+    ctx.broker.fetch_waiters.wake((topic, index))  # a waiting fetch below the new log start answers OFFSET_OUT_OF_RANGE
     ctx.log.info("records_deleted", topic=topic, partition=index, offset=offset, log_start_offset=low_watermark)
     return _answer(index, ErrorCode.NONE, low_watermark)
 

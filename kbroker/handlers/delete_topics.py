@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
-from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id, notify_topic_deleted
+from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, UnknownTopicOrPartitionError
 from protocol.api_keys import ApiKey
@@ -92,7 +92,8 @@ def _delete(ctx: RequestContext, name: str) -> bytes:
         ctx.log.error("topic_delete_failed", topic=name, error=str(exc))
         raise fail(ErrorCode.KAFKA_STORAGE_ERROR, f"Could not delete the topic's log: {exc}") from None
     ctx.log.info("topic_deleted_by_request", topic=name)
-    notify_topic_deleted(ctx.broker, name, metadata.partitions)
+    for partition in range(metadata.partitions):
+        ctx.broker.fetch_waiters.wake((name, partition))  # they answer UNKNOWN_TOPIC_OR_PARTITION now
     return metadata.topic_id.bytes
 
 

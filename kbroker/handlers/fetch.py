@@ -31,7 +31,6 @@ from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError, UnifiedLog
 from kbroker.sendfile import FileChunk
-from kbroker.waiters import fetch_waiters
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -63,7 +62,7 @@ def _session_error(session_id: int, epoch: int) -> ErrorCode | None:
 
 async def _long_poll(ctx: RequestContext, request: dict[str, Any], missing: int) -> dict[str, Any]:
     keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
-    waiters = fetch_waiters(ctx.broker)
+    waiters = ctx.broker.fetch_waiters
     if request["isolation_level"] != READ_COMMITTED:
         await waiters.wait(keys, missing, request["max_wait_ms"])
         response, _, _ = read_partitions(ctx, request)
@@ -134,7 +133,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                     if read_committed
                     else None,
                     "preferred_read_replica": -1,
-                    "records": FileChunk(region) if region is not None else b"",
+                    "records": b"" if region is None else FileChunk(region) if region.data is None else region.data,
                 }
             )
         responses.append({"topic": name, "partitions": partitions})

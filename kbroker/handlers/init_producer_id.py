@@ -23,7 +23,6 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
-from kbroker.txn import producer_id_manager
 from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -43,7 +42,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if transactional_id is not None:
         return await _transactional(ctx, request, transactional_id)
     try:
-        producer_id = producer_id_manager(ctx.broker).generate()
+        producer_id = ctx.broker.producer_ids.generate()
     except KafkaStorageError as error:
         ctx.log.error("producer_id_allocation_failed", error=str(error))
         return _response(ErrorCode.KAFKA_STORAGE_ERROR)

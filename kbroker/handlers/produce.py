@@ -180,8 +180,6 @@ def _check_single_batch(records: Any, batch_size: int) -> None:
 def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: int) -> None:
     if not batch.has_producer_id and not batch.is_transactional:
         return
-    if ApiKey.INIT_PRODUCER_ID not in ctx.broker.handlers:
-        raise PartitionError(ErrorCode.UNKNOWN_PRODUCER_ID, "this broker does not issue producer ids yet")
     if batch.is_transactional:
         try:
             code = transaction_coordinator(ctx.broker).verify_partition(

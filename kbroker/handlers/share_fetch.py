@@ -25,7 +25,6 @@ from kbroker.share import share_runtime
 from kbroker.share.reader import acquire_from_log
 from kbroker.share.runtime import ShareRuntime
 from kbroker.share.sessions import FINAL_EPOCH, ShareSession
-from kbroker.waiters import fetch_waiters
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -100,7 +99,7 @@ async def _acquire(
         remaining = deadline - loop.time()
         if remaining <= 0 or not session.partitions:
             return
-        await fetch_waiters(ctx.broker).wait(list(session.partitions), 1, remaining * 1000)
+        await ctx.broker.fetch_waiters.wait(list(session.partitions), 1, remaining * 1000)
         if runtime.sessions.sessions.get((session.group_id, session.member_id)) is not session:
             return
 

@@ -1,7 +1,8 @@
 """kbroker's storage engine: a segmented log per partition, knowing nothing of sockets.
 
 Layers (one noun each, as in Kafka's storage module):
-  LogSegment (segment.py)     one .log file + sparse .index and .timeindex (index.py)
+  LogSegment (segment.py)     one .log file + sparse .index and .timeindex (index.py); its descriptor
+                              under the broker-wide bound on open files (OpenFiles, files.py)
   load_segments (loader.py)   startup: open segments, recover after an unclean stop
   PartitionLog                offsets, append, read, timestamps, retention, group commit (flush.py)
   UnifiedLog (unified_log.py) the partition every writer appends through: producer state (producer_state.py,
@@ -12,11 +13,10 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   LogConfig(...)                                   Kafka topic settings, see config.py
   LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
-  from_broker_properties({"log.retention.hours": "48", ...}) -> LogConfig   broker-wide defaults
   to_properties(config) -> dict[str, str]
 
   LogManager(data_dir, default_config=None, *, executor=None, flush_threads=4, retention_check_interval_ms=300_000,
-             checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000)
+             checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000, open_files=None)
     .startup() -> None                  load + recover; .had_clean_shutdown tells which;
                                         .offline_partitions: {(topic, partition): reason} that failed to load
     await .shutdown() -> None           flush all, checkpoints, clean-shutdown marker
@@ -34,13 +34,15 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
     .run_retention(now=None) -> int;  await .flush_due(now=None);  .write_checkpoints()
 
   PartitionLog.open(directory, config=None, *, log_start_offset=0, recovery_point=0, clean_shutdown=False,
-                    executor=None) -> PartitionLog
+                    executor=None, files=None) -> PartitionLog
     .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None) -> AppendInfo
         rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file on return
     await .wait_for_ack(info, acks) -> None      fsync first when fsync_before_ack (acks=-1) or flush.messages
     await .flush(offset=None) -> None            group commit, off the event loop
     .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True) -> LogReadResult
-        .region: FileRegion(fd, position, size) | None -> os.sendfile(sock, fd, position, size) or .read()
+        .region: FileRegion(fd, position, size, data=None) | None -> os.sendfile(sock, fd, position, size)
+                 or .read(); fd valid until the loop's next iteration; .data: the bytes already (send those)
+        offsets need not be dense: a fetch_offset inside a gap starts at the next batch
     .fetch_offset_by_timestamp(ts) -> TimestampAndOffset | None   ts >= 0, or LATEST/EARLIEST/MAX_TIMESTAMP
     .delete_records(offset) -> int               new log start offset (-1: the high watermark)
     .batches(start_offset=None) -> Iterator[RecordBatch]   whole-log walk for state rebuilds (not fetches)
@@ -61,7 +63,7 @@ InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError; a malformed a
 protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
 """
 
-from kbroker.log.config import LogConfig, from_broker_properties, to_properties
+from kbroker.log.config import LogConfig, to_properties
 from kbroker.log.errors import (
     InvalidConfigError,
     InvalidTopicError,
@@ -109,6 +111,5 @@ __all__ = [
     "TopicMetadata",
     "UnifiedLog",
     "UnknownTopicOrPartitionError",
-    "from_broker_properties",
     "to_properties",
 ]

@@ -20,7 +20,7 @@ import structlog
 
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.index import write_index_file
-from kbroker.log.segment import LogSegment
+from kbroker.log.segment import DELETED_SUFFIX, LogSegment
 
 log = structlog.get_logger(__name__)
 
@@ -30,7 +30,9 @@ class FlushPlan:
     """What one flush makes durable; built in the event loop, run in a thread."""
 
     target_offset: int
-    log_fds: list[int] = field(default_factory=list)
+    log_paths: list[Path] = field(
+        default_factory=list
+    )  # opened in the thread: segment descriptors may be closed meanwhile
     index_writes: list[tuple[Path, int, bytes]] = field(default_factory=list)
     # (segment, offset index entries, time index entries) whose index files this flush makes durable
     finished_segments: list[tuple[LogSegment, int, int]] = field(default_factory=list)
@@ -39,8 +41,8 @@ class FlushPlan:
 
     def run(self) -> None:
         """fdatasync the logs, write and fsync finished segments' indexes, fsync the directory."""
-        for fd in self.log_fds:
-            os.fdatasync(fd)
+        for path in self.log_paths:
+            _fdatasync_path(path)
         for path, position, data in self.index_writes:
             write_index_file(path, position, data, fsync=True)
         if self.directory is not None:
@@ -55,6 +57,27 @@ class FlushPlan:
             segment.offset_index.mark_written(offset_entries)
             segment.time_index.mark_written(time_entries)
             segment.indexes_durable = True
+
+
+class FlushOpenError(KafkaStorageError):
+    """A file to flush could not be opened (no descriptor left): this flush fails, the log stays online."""
+
+
+def _fdatasync_path(path: Path) -> None:
+    """fdatasync a segment's .log file through a descriptor of its own (it syncs the file,
+    whichever descriptor wrote it); one renamed for deletion meanwhile needs no sync."""
+    for candidate in (path, path.with_name(path.name + DELETED_SUFFIX)):
+        try:
+            fd = os.open(candidate, os.O_RDONLY)
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            raise FlushOpenError(f"{path}: cannot open to flush: {error}") from error
+        try:
+            os.fdatasync(fd)
+        finally:
+            os.close(fd)
+        return
 
 
 def plan_flush(
@@ -73,7 +96,7 @@ def plan_flush(
     for segment in segments[start:]:
         if segment.base_offset >= target and segment is not active:
             break
-        plan.log_fds.append(segment.fd)
+        plan.log_paths.append(segment.log_path)
         if segment is not active and not segment.indexes_durable:
             segment.ensure_indexes()
             for index in (segment.offset_index, segment.time_index):

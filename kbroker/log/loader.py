@@ -18,6 +18,7 @@ from pathlib import Path
 import structlog
 
 from kbroker.log.config import LogConfig
+from kbroker.log.files import OpenFiles
 from kbroker.log.segment import (
     DELETED_SUFFIX,
     INDEX_SUFFIX,
@@ -41,6 +42,7 @@ class RecoveryStats:
     bytes_truncated: int = 0
     segments_deleted: int = 0
     segments_damaged: int = 0  # cut at an invalid byte though not the newest
+    segments_salvaged: int = 0  # new segments holding the intact batches found after a damaged range
     gaps: list[tuple[int, int]] = field(default_factory=list)  # [from, to) offsets between segments
     duration_ms: float = 0.0
     reason: str | None = None
@@ -75,13 +77,21 @@ def load_segments(
     log_start_offset: int,
     recovery_point: int,
     clean_shutdown: bool,
+    files: OpenFiles | None = None,
 ) -> tuple[list[LogSegment], RecoveryStats]:
     """Open (and when needed recover) the segments of `directory`; the list is never empty."""
     started = time.perf_counter()
-    segments = [LogSegment.open(directory, base, config) for base in _remove_leftovers(directory)]
+    segments = []
+    try:
+        for base in _remove_leftovers(directory):
+            segments.append(LogSegment.open(directory, base, config, files))
+    except OSError:
+        for segment in segments:
+            segment.close()
+        raise
     stats = RecoveryStats()
     if not segments:
-        segments.append(LogSegment.create(directory, log_start_offset, config))
+        segments.append(LogSegment.create(directory, log_start_offset, config, files))
         return segments, stats
     if clean_shutdown:
         try:
@@ -103,6 +113,7 @@ def load_segments(
         bytes_truncated=stats.bytes_truncated,
         segments_deleted=stats.segments_deleted,
         segments_damaged=stats.segments_damaged,
+        segments_salvaged=stats.segments_salvaged,
         reason=stats.reason,
         duration_ms=round(stats.duration_ms, 3),
         scan_mb_per_s=round(stats.bytes_scanned / max(stats.duration_ms, 1e-3) / 1000, 1),
@@ -130,7 +141,8 @@ def _log_gaps(directory: Path, segments: list[LogSegment], stats: RecoveryStats)
 
 def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoveryStats) -> None:
     """Scan from the segment holding the recovery point. A damaged segment is cut at its first
-    invalid byte; the later segments stay (a gap, not a reason to drop intact data)."""
+    invalid byte, and the intact batches found after the damage move to a new segment of their
+    own (scanned next); the later segments stay. What was lost becomes a gap."""
     first = 0
     for i, segment in enumerate(segments):
         if segment.base_offset <= recovery_point:
@@ -141,7 +153,10 @@ def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoverySta
         previous.ensure_indexes()
         expected = previous.next_offset
     doomed: list[LogSegment] = []
-    for segment in segments[first:]:
+    i = first
+    while i < len(segments):
+        segment = segments[i]
+        i += 1
         if expected is not None and segment.base_offset < expected:
             # offsets already in the log before it: not a log this broker wrote
             stats.reason = f"segment {segment.base_offset} overlaps offsets below {expected}"
@@ -151,6 +166,10 @@ def _recover(segments: list[LogSegment], recovery_point: int, stats: RecoverySta
         stats.segments_scanned += 1
         stats.bytes_scanned += result.bytes_scanned
         stats.bytes_truncated += result.bytes_truncated
+        if result.salvaged_base is not None:  # intact batches after the damage: scanned next
+            salvaged = LogSegment.open(segment.directory, result.salvaged_base, segment.config, segment.files)
+            segments.insert(i, salvaged)
+            stats.segments_salvaged += 1
         if result.reason is not None:
             stats.reason = result.reason
             if segment is not segments[-1]:

@@ -31,6 +31,7 @@ from kbroker.log.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
+from kbroker.log.files import OpenFiles
 from kbroker.log.metadata import (
     TOPICS_DIR,
     TopicMetadata,
@@ -69,8 +70,11 @@ class LogManager:
         checkpoint_interval_ms: int = 60_000,
         flush_check_interval_ms: int = 1_000,
         producer_state: ProducerStateConfig | None = None,
+        open_files: OpenFiles | None = None,
     ) -> None:
         self.data_dir = Path(data_dir)
+        # a bound on open segment descriptors, from RLIMIT_NOFILE (see files.py)
+        self.open_files = open_files if open_files is not None else OpenFiles.for_process()
         self.default_config = default_config or LogConfig()
         self._own_executor = executor is None
         self.executor: Executor = executor or ThreadPoolExecutor(flush_threads, thread_name_prefix="kbroker-fsync")
@@ -126,6 +130,8 @@ class LogManager:
             topics=len(self._topics),
             partitions=len(self._logs),
             producer_state_batches_scanned=self._producer_state_batches_scanned(),
+            open_segment_files=len(self.open_files),
+            open_segment_files_bound=self.open_files.capacity,
             duration_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
@@ -183,6 +189,7 @@ class LogManager:
             recovery_point=recovery_point,
             clean_shutdown=self.had_clean_shutdown,
             executor=self.executor,
+            files=self.open_files,
         )
         self._logs[tp] = self._unified(local)
 
@@ -247,7 +254,9 @@ class LogManager:
             shutil.rmtree(directory)  # a leftover: topics are created empty
         directory.mkdir()
         write_partition_metadata(directory, metadata.topic_id)
-        unified = self._unified(PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor))
+        unified = self._unified(
+            PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor, files=self.open_files)
+        )
         self._logs[(metadata.name, partition)] = unified
         return unified.local
 

@@ -23,6 +23,7 @@ import structlog
 
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError, RecordTooLargeError
+from kbroker.log.files import OpenFiles
 from kbroker.log.flush import FlushPlan, GroupCommit, plan_flush
 from kbroker.log.index import MAX_RELATIVE_OFFSET
 from kbroker.log.loader import RecoveryStats, load_segments
@@ -69,16 +70,22 @@ class AppendInfo:
     flush_required: bool  # flush.messages reached: the acknowledgement waits for the fsync
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: built on every read, and a frozen dataclass costs 3x to build
 class FileRegion:
-    """A contiguous byte range of a segment file: send it with os.sendfile(sock, fd, position, size)."""
+    """A contiguous byte range of a segment file: send it with os.sendfile(sock, fd, position, size).
+
+    The fd stays open until the event loop's next iteration. `data`, when set, holds the
+    bytes already (the open-file bound had too many descriptors lent): send those instead."""
 
     fd: int
     position: int
     size: int
+    data: bytes | None = None
 
     def read(self) -> bytes:
         """The bytes, with one pread."""
+        if self.data is not None:
+            return self.data
         try:
             data = os.pread(self.fd, self.size, self.position)
         except OSError as error:
@@ -88,7 +95,7 @@ class FileRegion:
         return data
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LogReadResult:
     region: FileRegion | None  # None: nothing to return
     first_offset: int  # base offset of the first batch returned (the fetch offset when empty)
@@ -117,6 +124,7 @@ class PartitionLog:
         recovery_point: int,
         executor: Executor | None = None,
         recovery: RecoveryStats | None = None,
+        files: OpenFiles | None = None,
     ) -> None:
         self.directory = directory
         self.topic, _, partition = directory.name.rpartition("-")
@@ -127,6 +135,7 @@ class PartitionLog:
         self.log_start_offset = max(log_start_offset, segments[0].base_offset)
         self.recovery_point = max(min(recovery_point, self.log_end_offset), self.segments[0].base_offset)
         self.recovery = recovery or RecoveryStats()
+        self.files = files
         self.last_flush_ms = now_ms()
         self._rolls = 1  # the first flush also fsyncs the directory (a new segment file may be in it)
         self._synced_rolls = 0
@@ -148,6 +157,7 @@ class PartitionLog:
         recovery_point: int = 0,
         clean_shutdown: bool = False,
         executor: Executor | None = None,
+        files: OpenFiles | None = None,
     ) -> PartitionLog:
         """Open (creating it if needed) a partition directory, recovering it after an unclean stop."""
         directory = Path(directory)
@@ -160,9 +170,10 @@ class PartitionLog:
                 log_start_offset=log_start_offset,
                 recovery_point=recovery_point,
                 clean_shutdown=clean_shutdown,
+                files=files,
             )
             if log_start_offset > segments[-1].next_offset:
-                segments = _start_empty_at(directory, config, segments, log_start_offset)
+                segments = _start_empty_at(directory, config, segments, log_start_offset, files)
         except OSError as error:
             raise KafkaStorageError(f"{directory}: load failed: {error}") from error
         # a clean stop flushed everything; a recovery fsynced what it scanned, and the rest was durable
@@ -174,6 +185,7 @@ class PartitionLog:
             recovery_point=segments[-1].next_offset,
             executor=executor,
             recovery=stats,
+            files=files,
         )
 
     # -- offsets -------------------------------------------------------
@@ -279,7 +291,7 @@ class PartitionLog:
         if active.size == 0:
             return active
         base = self.log_end_offset
-        segment = LogSegment.create(self.directory, base, self.config)
+        segment = LogSegment.create(self.directory, base, self.config, self.files)
         active.on_become_inactive()
         self.segments.append(segment)
         self._bases.append(base)
@@ -353,7 +365,11 @@ class PartitionLog:
             found = segment.read(fetch_offset, max_bytes, max_position, min_one_batch)
             if found is not None:
                 first, size = found
-                return self._result(FileRegion(segment.fd, first.position, size), first.base_offset)
+                region = FileRegion(segment.fd, first.position, size)
+                files = segment.files
+                if files is not None and files.evicted and not files.lend(segment):
+                    region.data = region.read()  # too many descriptors lent: hand out the bytes
+                return self._result(region, first.base_offset)
             i += 1
         return self._result(None, fetch_offset)
 
@@ -539,7 +555,9 @@ class PartitionLog:
         )
 
 
-def _start_empty_at(directory: Path, config: LogConfig, segments: list[LogSegment], offset: int) -> list[LogSegment]:
+def _start_empty_at(
+    directory: Path, config: LogConfig, segments: list[LogSegment], offset: int, files: OpenFiles | None
+) -> list[LogSegment]:
     """The log ends below its checkpointed start (data lost in recovery): as Kafka does, drop it
     and start empty at the log start offset, so no offset a client saw is handed out again."""
     log.warning(
@@ -550,7 +568,7 @@ def _start_empty_at(directory: Path, config: LogConfig, segments: list[LogSegmen
     )
     for segment in segments:
         segment.destroy()
-    return [LogSegment.create(directory, offset, config)]
+    return [LogSegment.create(directory, offset, config, files)]
 
 
 def _running_loop() -> Any:

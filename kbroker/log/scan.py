@@ -15,6 +15,7 @@ Python operations.
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ HEADER_CHUNK = 16 * 1024
 MAX_RELATIVE_OFFSET = 0xFFFFFFFF  # a segment's offsets lie in [base offset, base offset + this]
 RECOVERY_CHUNK = 8 * 1024 * 1024
 _MIN_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+MAGIC_OFFSET = 16
 
 
 class BatchHeader(NamedTuple):
@@ -234,3 +236,35 @@ def scan_and_index(
     except InvalidBatchError as invalid:
         error = invalid
     return ScanResult(position, next_offset, max_timestamp, offset_of_max, since, error)
+
+
+def find_next_batch(fd: int, start: int, end: int, min_base: int, max_last: int) -> tuple[int, int] | None:
+    """(position, base offset) of the first whole, CRC-valid batch in [start, end) whose offsets
+    lie in [min_base, max_last], or None: where intact data resumes after a damaged range.
+
+    Every 0x02 byte is a candidate magic; cheap header checks reject nearly all of them
+    before a CRC-32C is computed. The file is mapped, not read.
+    """
+    if end - start < HEADER_SIZE:
+        return None
+    with mmap.mmap(fd, end, prot=mmap.PROT_READ) as mapped:
+        view = memoryview(mapped)
+        try:
+            unpack = _SCAN_HEADER.unpack_from
+            magic_at = start + MAGIC_OFFSET
+            while (magic_at := mapped.find(b"\x02", magic_at, end)) >= 0:
+                position = magic_at - MAGIC_OFFSET
+                magic_at += 1
+                if position + HEADER_SIZE > end:
+                    return None
+                base, length, _magic, crc, delta, _max_timestamp = unpack(mapped, position)
+                size = LOG_OVERHEAD + length
+                if length < _MIN_BATCH_LENGTH or position + size > end or delta < 0:
+                    continue
+                if base < min_base or base + delta > max_last:
+                    continue
+                if crc32c.crc32c(view[position + CRC_START : position + size]) == crc:
+                    return position, base
+            return None
+        finally:
+            view.release()

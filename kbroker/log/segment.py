@@ -7,6 +7,7 @@ it with pwrite, so a failed write leaves nothing readable.
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections.abc import Sequence
@@ -15,13 +16,18 @@ from typing import NamedTuple
 
 import structlog
 
+from kbroker.log.checkpoint import fsync_directory
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError
+from kbroker.log.files import OpenFiles
 from kbroker.log.index import OFFSET_ENTRY, IndexCorruptError, OffsetIndex, TimeIndex, write_index_file
 from kbroker.log.scan import (
+    MAX_RELATIVE_OFFSET,
+    RECOVERY_CHUNK,
     BatchHeader,
     InvalidBatchError,
     find_batch_from,
+    find_next_batch,
     iter_headers,
     last_batch_end,
     scan_and_index,
@@ -51,8 +57,9 @@ class AppendedBatch(NamedTuple):
 
 class SegmentRecovery(NamedTuple):
     bytes_scanned: int
-    bytes_truncated: int
+    bytes_truncated: int  # lost: cut and not salvaged
     reason: str | None
+    salvaged_base: int | None = None  # the new segment holding the intact batches after the damage
 
 
 def segment_name(base_offset: int) -> str:
@@ -74,11 +81,21 @@ def _write_fully(fd: int, data: bytes | bytearray | memoryview, position: int) -
 class LogSegment:
     """A segment file and its indexes; the active one is the only one appended to."""
 
-    def __init__(self, directory: Path, base_offset: int, config: LogConfig, fd: int, size: int, created_ms: int):
+    def __init__(
+        self,
+        directory: Path,
+        base_offset: int,
+        config: LogConfig,
+        fd: int,
+        size: int,
+        created_ms: int,
+        files: OpenFiles | None = None,
+    ):
         self.directory = directory
         self.base_offset = base_offset
         self.config = config
-        self.fd = fd
+        self._fd = fd
+        self.files = files  # the shared bound on open descriptors (None: keep the file open)
         self.size = size
         self.created_ms = created_ms
         name = segment_name(base_offset)
@@ -93,24 +110,56 @@ class LogSegment:
         self.bytes_since_index_entry = 0
         self._scan_end = 0
         self.closed = False
+        if files is not None:
+            files.opened(self)
+
+    @property
+    def fd(self) -> int:
+        """The .log file's descriptor, reopened when the open-file bound closed it."""
+        fd = self._fd
+        if fd < 0:
+            return self._reopen()
+        files = self.files
+        if files is not None and files.pressed:
+            files.touch(self)
+        return fd
+
+    def _reopen(self) -> int:
+        if self.closed:
+            raise OSError(errno.EBADF, f"{self.log_path} is closed")
+        self._fd = os.open(self.log_path, os.O_RDWR)
+        if self.files is not None:
+            self.files.opened(self)
+        return self._fd
+
+    def release_fd(self) -> None:
+        """Close the descriptor until the next use (the open-file bound needs it)."""
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
 
     # -- opening -------------------------------------------------------
     @classmethod
-    def create(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def create(cls, directory: Path, base_offset: int, config: LogConfig, files: OpenFiles | None = None) -> LogSegment:
         """A new empty segment (any stale files with its name are replaced)."""
         name = segment_name(base_offset)
         for suffix in (INDEX_SUFFIX, TIME_INDEX_SUFFIX):
             (directory / (name + suffix)).unlink(missing_ok=True)
         fd = os.open(directory / (name + LOG_SUFFIX), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        segment = cls(directory, base_offset, config, fd, 0, now_ms())
+        segment = cls(directory, base_offset, config, fd, 0, now_ms(), files)
         segment.indexes_loaded = True
         return segment
 
     @classmethod
-    def open(cls, directory: Path, base_offset: int, config: LogConfig) -> LogSegment:
+    def open(cls, directory: Path, base_offset: int, config: LogConfig, files: OpenFiles | None = None) -> LogSegment:
         """An existing segment; its indexes load (and are checked) on first use."""
         fd = os.open(directory / (segment_name(base_offset) + LOG_SUFFIX), os.O_RDWR)
-        segment = cls(directory, base_offset, config, fd, os.fstat(fd).st_size, now_ms())
+        try:
+            size = os.fstat(fd).st_size
+        except OSError:
+            os.close(fd)
+            raise
+        segment = cls(directory, base_offset, config, fd, size, now_ms(), files)
         segment.indexes_durable = True  # as found on disk; a rebuild clears this
         return segment
 
@@ -287,14 +336,43 @@ class LogSegment:
         """Check every batch (CRC, offsets increasing from the base offset), rebuild the indexes, cut at the first bad byte."""
         error = self._scan(verify_crc=True)
         valid_end = self._scan_end
-        truncated = self.size - valid_end
-        if truncated:
+        cut = self.size - valid_end
+        salvaged = self._salvage(valid_end) if error is not None else None
+        lost = cut if salvaged is None else salvaged[1] - valid_end
+        if cut:
             os.ftruncate(self.fd, valid_end)
             self.size = valid_end
         self.write_indexes(fsync=True)
         os.fsync(self.fd)
         self.indexes_durable = True
-        return SegmentRecovery(valid_end, truncated, error.reason if error else None)
+        return SegmentRecovery(valid_end, lost, error.reason if error else None, salvaged and salvaged[0])
+
+    def _salvage(self, damaged_at: int) -> tuple[int, int] | None:
+        """Copy the intact batches after a damaged range into a new segment named by the first one's
+        base offset, before the cut: (its base offset, where it started here), or None when there are none."""
+        found = find_next_batch(
+            self.fd, damaged_at + 1, self.size, self.next_offset, self.base_offset + MAX_RELATIVE_OFFSET
+        )
+        if found is None:
+            return None
+        position, base = found
+        path = self.directory / (segment_name(base) + LOG_SUFFIX)
+        if path.exists():
+            return None  # copied by an earlier recovery that stopped before the cut; it is loaded already
+        temp = path.with_name(path.name + ".tmp")
+        out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for at in range(position, self.size, RECOVERY_CHUNK):
+                chunk = os.pread(self.fd, min(RECOVERY_CHUNK, self.size - at), at)
+                if not chunk:
+                    raise OSError(errno.EIO, f"{self.log_path}: short read at {at}")
+                _write_fully(out, chunk, at - position)
+            os.fsync(out)
+        finally:
+            os.close(out)
+        temp.rename(path)
+        fsync_directory(self.directory)
+        return base, position
 
     # -- append --------------------------------------------------------
     def append(self, data: bytes | bytearray | memoryview, batches: Sequence[AppendedBatch]) -> None:
@@ -362,7 +440,7 @@ class LogSegment:
             return (first, first.size) if min_one_batch else None
         start = max(first.end, self.offset_index.floor_position(wanted_end))
         try:
-            end = last_batch_end(self.fd, start, limit, wanted_end)
+            end = last_batch_end(self._fd, start, limit, wanted_end)  # open: find_batch just used it
         except InvalidBatchError as error:
             raise SegmentCorruptError(f"{self.log_path}: unreadable: {error}") from error
         return first, end - first.position
@@ -402,10 +480,16 @@ class LogSegment:
     def close(self) -> None:
         if not self.closed:
             self.closed = True
-            os.close(self.fd)
+            if self.files is not None:
+                self.files.forget(self)
+            self.release_fd()
 
     def mark_deleted(self) -> None:
         """Rename the files to *.deleted; the fd stays open for readers until `destroy`."""
+        if self.files is not None:  # open now, outside the bound: the renamed file cannot be reopened by name
+            if self._fd < 0 and not self.closed:
+                self._reopen()
+            self.files.forget(self)
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             try:
                 path.rename(path.with_name(path.name + DELETED_SUFFIX))

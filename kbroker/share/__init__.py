@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from kbroker.share.coordinator import ShareCoordinatorConfig
 from kbroker.share.partition import SharePartitionConfig
-from kbroker.share.runtime import EXTENSION_KEY, ShareRuntime
+from kbroker.share.runtime import ShareRuntime
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -40,13 +40,12 @@ def start_share_coordinator(broker: Broker) -> ShareRuntime:
         ),
     )
     runtime.start()
-    broker.extensions[EXTENSION_KEY] = runtime
     return runtime
 
 
 def share_runtime(broker: Broker) -> ShareRuntime:
     """The running share coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none."""
-    runtime = broker.extensions.get(EXTENSION_KEY)
-    if not isinstance(runtime, ShareRuntime) or not runtime.active:
+    runtime = broker.shares
+    if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime

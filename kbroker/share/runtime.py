@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EXTENSION_KEY = "share_groups"
 EARLIEST = "earliest"
 LATEST = "latest"
 
@@ -131,9 +130,7 @@ class ShareRuntime:
         self._dirty = {key for key in self._dirty if key[0] != group_id}
 
     def _wake_fetches(self, topic: str, index: int) -> None:
-        from kbroker.waiters import wake_fetches
-
-        wake_fetches(self.broker, topic, index)
+        self.broker.fetch_waiters.wake((topic, index))
 
     # ------------------------------------------------------------------ timers
 

@@ -19,14 +19,13 @@ from kbroker.log import KafkaStorageError
 from kbroker.log.checkpoint import write_atomically
 
 if TYPE_CHECKING:
-    from kbroker.broker import Broker
+    pass
 
 log = structlog.get_logger(__name__)
 
 BLOCK_FILE = "producer-id-block"
 BLOCK_SIZE = 1000
 FORMAT_VERSION = 1
-EXTENSION = "producer_ids"
 
 
 class ProducerIdManager:
@@ -70,13 +69,3 @@ class ProducerIdManager:
         self._last_persisted_end = end
         self._next, self._block_end = start, end
         log.info("producer_id_block_allocated", block_start=start, block_end=end)
-
-
-def producer_id_manager(broker: Broker) -> ProducerIdManager:
-    """The broker's ProducerIdManager, created on first use."""
-    manager = broker.extensions.get(EXTENSION)
-    if manager is None:
-        manager = ProducerIdManager(broker.config.data_dir)
-        broker.extensions[EXTENSION] = manager
-    assert isinstance(manager, ProducerIdManager)
-    return manager

@@ -18,10 +18,9 @@ import structlog
 
 from kbroker.txn.coordinator import TransactionCoordinator, TxnConfig
 from kbroker.txn.markers import LogMarkerWriter, MarkerListener
-from kbroker.txn.producer_ids import producer_id_manager
 from kbroker.txn.transaction import TxnRecord
 from kbroker.txn.txn_log import TxnLogFormatError, parse_txn_key, parse_txn_value, txn_key, txn_value
-from kbroker.txn.txn_store import Entry, TxnStateStore
+from kbroker.txn.txn_store import Entry, TxnStateStore, snapshot_batches
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger(__name__)
 
-EXTENSION_KEY = "transaction_coordinator"
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
@@ -81,8 +79,8 @@ class LogStateLog:
         live: list[Entry] = [
             (txn_key(tid), value) for tid, value in self.latest.items() if self.store.partition_for(tid) == partition
         ]
-        start = self.store.start_snapshot(partition, live)
-        task = asyncio.get_running_loop().create_task(self.store.finish_snapshot(partition, start))
+        start = self.store.start_snapshot(partition, snapshot_batches(live))
+        task = asyncio.get_running_loop().create_task(self.store.finish_snapshot(partition, start, len(live)))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 
@@ -104,7 +102,7 @@ class TxnRuntime:
             ),
             self.state_log,
             self.marker_writer,
-            producer_id_manager(broker).generate,
+            broker.producer_ids.generate,
             wall_clock_ms,
         )
         self.active = False
@@ -166,24 +164,25 @@ class TxnRuntime:
 
 
 async def start_transaction_coordinator(broker: Broker) -> TxnRuntime:
+    """Replay __transaction_state, complete prepared transactions, start the timers (the server
+    then sets broker.transactions; the group coordinator must be running: markers publish offsets)."""
     runtime = TxnRuntime(broker)
     runtime.load()
-    broker.extensions[EXTENSION_KEY] = runtime
     await runtime.start()
     return runtime
 
 
 def transaction_coordinator(broker: Broker) -> TransactionCoordinator:
     """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) while there is none."""
-    runtime = broker.extensions.get(EXTENSION_KEY)
-    if not isinstance(runtime, TxnRuntime) or not runtime.active:
+    runtime = broker.transactions
+    if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.coordinator
 
 
 def marker_writer(broker: Broker) -> LogMarkerWriter:
     """The writer the coordinator uses, for WriteTxnMarkers; COORDINATOR_NOT_AVAILABLE before it is built."""
-    runtime = broker.extensions.get(EXTENSION_KEY)
-    if not isinstance(runtime, TxnRuntime):
+    runtime = broker.transactions
+    if runtime is None:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.marker_writer

@@ -221,9 +221,6 @@ class TransactionMetadata:
             return self._next(S.COMPLETE_COMMIT, partitions=frozenset(), last_update_timestamp=now)
         return self._next(S.COMPLETE_ABORT, partitions=frozenset(), last_update_timestamp=now)
 
-    def prepare_dead(self) -> TxnRecord:
-        return self._next(S.DEAD, partitions=frozenset())
-
     def has_expired(self, now: int, expiration_ms: int) -> bool:
         """transactional.id.expiration.ms: no transaction open and idle that long."""
         return self.state.is_complete and self.pending is None and now - self.last_update_timestamp >= expiration_ms

@@ -542,35 +542,3 @@ def test_aiokafka_admin(broker: BrokerProcess) -> None:
 
 
 # --------------------------------------------------------------------------- in-process: the deletion hook
-
-
-def test_topic_deleted_listeners_are_told(tmp_path: Path) -> None:
-    import structlog
-
-    from kbroker.broker import Broker, new_log_manager
-    from kbroker.config import BrokerConfig
-    from kbroker.context import RequestContext
-    from kbroker.handlers import create_topics, delete_topics
-    from kbroker.handlers._topic_admin import TOPIC_DELETED_LISTENERS
-
-    config = BrokerConfig.build(data_dir=tmp_path)
-    logs = new_log_manager(config)
-    logs.startup()
-    broker = Broker(config=config, logs=logs, handlers={}, cluster_id="c")
-    told: list[tuple[str, int]] = []
-    broker.extensions[TOPIC_DELETED_LISTENERS] = [lambda name, partitions: told.append((name, partitions))]
-
-    def ctx(api_key: int, version: int) -> RequestContext:
-        return RequestContext(broker, api_key, version, 1, "test", 1, "local", structlog.get_logger())
-
-    try:
-        created = create_topics.handle(
-            ctx(ApiKey.CREATE_TOPICS, 7), {"topics": [new_topic("hooked", 3)], "validate_only": False}
-        )
-        assert created["topics"][0]["error_code"] == 0
-        body = {"topic_names": ["hooked", "absent"], "timeout_ms": 1000}
-        deleted = delete_topics.handle(ctx(ApiKey.DELETE_TOPICS, 5), body)
-        assert [r["error_code"] for r in deleted["responses"]] == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION]
-        assert told == [("hooked", 3)]
-    finally:
-        logs.abort()

@@ -97,6 +97,20 @@ def test_long_poll_is_woken_by_an_append(broker: BrokerProcess, raw: RawClient, 
     assert record_offsets(fetched_partition(response, topic)["records"]) == [0, 1, 2, 3]
 
 
+def test_long_poll_is_answered_when_its_topic_is_deleted(broker: BrokerProcess, raw: RawClient, topic: str) -> None:
+    def delete() -> None:
+        with RawClient(broker.bootstrap) as client:
+            body = {"topics": [{"name": topic, "topic_id": bytes(16)}], "timeout_ms": 5000}
+            answer = client.call(ApiKey.DELETE_TOPICS, 6, body)
+            assert answer["responses"][0]["error_code"] == 0
+
+    deleter = _later(0.3, delete)
+    elapsed, response = _timed_fetch(raw, [(topic, 0, 0)], max_wait_ms=10_000, min_bytes=1)
+    deleter.join()
+    assert 0.25 <= elapsed < 1.5
+    assert fetched_partition(response, topic)["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def test_long_poll_across_partitions(broker: BrokerProcess, raw: RawClient) -> None:
     first, second = unique_topic("lp"), unique_topic("lp")
     create_topic(raw, first)

@@ -85,3 +85,34 @@ def test_consumer_reads_everything_that_survived(tmp_path: Path, clean: bool) ->
     text = broker.log_text()
     assert text.count("log_offset_gaps") == 1 and f"[[{lost[0]}, {lost[1]}]]" in text
     assert len(sorted(directory.glob("*.log"))) == len(logs) - 1  # every other segment kept
+
+
+def test_a_flipped_bit_costs_only_its_batch(tmp_path: Path) -> None:
+    from protocol.records import iter_batches
+
+    data = tmp_path / "data"
+    topic = "flipped-middle"
+    broker = BrokerProcess(data, "--config", "log.segment.bytes=16384").start()
+    try:
+        _produce(broker.bootstrap, topic)
+    finally:
+        broker.kill()
+    directory = data / f"{topic}-0"
+    logs = sorted(directory.glob("*.log"))
+    content = bytearray(logs[2].read_bytes())
+    batches = list(iter_batches(bytes(content)))
+    assert len(batches) > 1
+    damaged = batches[0]  # the batches after it in the segment are intact
+    content[damaged.position + damaged.size // 2] ^= 0x10  # inside its records: the CRC catches it
+    logs[2].write_bytes(content)
+    for name in ("recovery-point-offset-checkpoint", "log-start-offset-checkpoint"):
+        (data / name).unlink(missing_ok=True)
+    lost = range(damaged.base_offset, damaged.next_offset)
+    broker = BrokerProcess(data, "--config", "log.segment.bytes=16384").start()
+    try:
+        got = _consume(broker.bootstrap, topic, MESSAGES - len(lost))
+    finally:
+        broker.stop()
+    assert sorted(got) == [i for i in range(MESSAGES) if i not in lost]
+    text = broker.log_text()
+    assert "segments_salvaged=1" in text and f"[[{lost.start}, {lost.stop}]]" in text

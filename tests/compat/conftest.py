@@ -31,6 +31,8 @@ KBROKER_ARGS = [
     "offsets.topic.num.partitions=5",
     "--config",
     "transaction.state.log.num.partitions=5",
+    "--config",
+    "group.share.record.lock.duration.ms=2000",
 ]
 
 CLIENT_NAMES = [n for n in os.environ.get("KBROKER_COMPAT_CLIENTS", ",".join(FACTORIES)).split(",") if n]

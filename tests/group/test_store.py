@@ -12,8 +12,9 @@ from kbroker.group.config import GroupConfig
 from kbroker.group.group import CommittedOffset
 from kbroker.group.offsets import GroupRecord
 from kbroker.group.runtime import GroupRuntime
-from kbroker.group.store import OFFSETS_TOPIC, partition_for
+from kbroker.group.store import OFFSETS_TOPIC
 from kbroker.log import LogConfig, LogManager
+from kbroker.log.coordinator_log import partition_for
 from protocol.errors import ErrorCode
 from tests.group.fakes import FakeClock
 

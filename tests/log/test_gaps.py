@@ -156,6 +156,53 @@ def test_a_batch_below_its_segment_base_is_damage(tmp_path):
     write_segment(tmp_path / "t-0", 0, [(0, 2)], written)
     write_segment(tmp_path / "t-0", 50, [(40, 2), (60, 1)], written)
     log = open_log(tmp_path / "t-0", clean=False)
-    assert [b.base_offset for b in log.batches()] == [0]
-    assert log.log_end_offset == 50  # the emptied active segment keeps its base offset
+    # the batch at 40 is cut; the one at 60 after it is intact and moves to a segment of its own
+    assert [b.base_offset for b in log.batches()] == [0, 60]
+    assert [s.base_offset for s in log.segments] == [0, 60] and log.log_end_offset == 61
     log.close()
+
+
+def _write_raw(directory: Path, segment_base: int, batches: list[tuple[int, bytearray]]) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    data = bytearray()
+    for base, batch in batches:
+        RecordBatch(batch).set_base_offset(base)
+        data += batch
+    (directory / (segment_name(segment_base) + ".log")).write_bytes(data)
+
+
+@pytest.mark.parametrize("clean", [False, True])
+def test_transactions_across_gaps(tmp_path, clean):
+    from kbroker.log import UnifiedLog
+    from kbroker.log.txn_index_file import AbortedTxn
+    from protocol.record_builder import SimpleRecord, build_control_batch, build_record_batch
+    from protocol.records import ControlRecordType
+
+    def txn(producer_id: int, records: int = 2) -> bytearray:
+        rows = [SimpleRecord(b"k", b"v%d" % i, (), 1_000 + i) for i in range(records)]
+        return bytearray(
+            build_record_batch(rows, producer_id=producer_id, producer_epoch=0, base_sequence=0, is_transactional=True)
+        )
+
+    def marker(producer_id: int, commit: bool) -> bytearray:
+        kind = ControlRecordType.COMMIT if commit else ControlRecordType.ABORT
+        return bytearray(
+            build_control_batch(kind, producer_id=producer_id, producer_epoch=0, coordinator_epoch=0, timestamp=2_000)
+        )
+
+    directory = tmp_path / "t-0"
+    # producer 7 aborts across a gap; producer 8 commits in the next segment, which starts in a gap
+    _write_raw(directory, 0, [(10, txn(7)), (30, txn(8)), (50, marker(7, commit=False))])
+    _write_raw(directory, 60, [(75, marker(8, commit=True)), (90, txn(9))])
+    log = UnifiedLog(open_log(directory, clean))
+    try:
+        assert log.log_end_offset == 92
+        assert log.last_stable_offset() == 90  # producer 9's open transaction
+        assert log.collect_aborted(0, 92) == [AbortedTxn(7, 10, 50, 30)]  # producer 8 still open then
+        assert log.collect_aborted(51, 92) == []
+        # a read_committed fetch from inside the gap before the abort marker stops at the LSO
+        result = log.read(40, 1 << 20, max_offset=log.last_stable_offset())
+        assert [b.base_offset for b in iter_batches(result.read())] == [50]
+        assert log.read(60, 1 << 20, max_offset=90).first_offset == 75
+    finally:
+        log.local.close()

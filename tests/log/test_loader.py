@@ -120,30 +120,34 @@ def test_flipped_byte_in_last_batches(tmp_path, seed):
             break
     data[position] ^= 1 << rng.randrange(8)
     active.write_bytes(data)
+    damaged = len(expected) - len(starts) + starts.index(max(s for s in starts if s <= position))
     log = reopen(tmp_path / "t-0", recovery_point=0)
-    kept = check_prefix(log, expected)
-    assert kept < len(expected)
     assert log.recovery.reason is not None
+    # exactly the damaged batch is gone: the intact ones after it were salvaged
+    assert _all_batches(log) == expected[:damaged] + expected[damaged + 1 :]
     log.close()
 
 
-def test_bad_middle_segment_keeps_the_later_ones(tmp_path):
+def test_bad_middle_segment_keeps_everything_but_the_damaged_batch(tmp_path):
     expected = build(tmp_path / "t-0")
     logs = segment_files(tmp_path / "t-0", ".log")
     data = bytearray(logs[1].read_bytes())
-    data[len(data) // 2] ^= 0xFF
+    starts = [b.position for b in iter_batches(data)]
+    data[starts[len(starts) // 2] + 30] ^= 0xFF  # inside a batch in the middle of the segment
     logs[1].write_bytes(data)
     log = reopen(tmp_path / "t-0", recovery_point=0)
-    assert len(log.segments) == len(logs) and log.recovery.segments_damaged == 1
-    assert log.recovery.segments_deleted == 0
+    assert log.recovery.segments_damaged == 1 and log.recovery.segments_salvaged == 1
+    assert log.recovery.segments_deleted == 0 and len(log.segments) == len(logs) + 1
     survivors = _all_batches(log)
-    lost = [b for b in expected if b not in survivors]
-    assert survivors == [b for b in expected if b not in lost]
-    # only the damaged batch and those after it in its own segment are gone: one gap
-    first_lost, last_lost = next(iter_batches(lost[0])), list(iter_batches(b"".join(lost)))[-1]
-    assert log.recovery.gaps == [(first_lost.base_offset, last_lost.next_offset)]
+    [lost] = [next(iter_batches(b)) for b in expected if b not in survivors]
+    assert survivors == [b for b in expected if next(iter_batches(b)).base_offset != lost.base_offset]
+    assert log.recovery.gaps == [(lost.base_offset, lost.next_offset)]
     assert log.log_end_offset == next(iter_batches(expected[-1])).next_offset
-    assert log.read(first_lost.base_offset, 1).first_offset == last_lost.next_offset
+    assert log.read(lost.base_offset, 1).first_offset == lost.next_offset
+    log.close()
+    # the split is durable: a clean restart serves the same batches
+    log = reopen(tmp_path / "t-0", clean=True, recovery_point=10**9)
+    assert _all_batches(log) == survivors and log.recovery.gaps == [(lost.base_offset, lost.next_offset)]
     log.close()
 
 

@@ -1,8 +1,9 @@
-"""Property: losing middle segments never costs the intact ones (Hypothesis).
+"""Property: losing or damaging middle segments never costs the intact data (Hypothesis).
 
-Append, roll, stop (cleanly, or as a crash with the checkpoints lost), delete or tear
-random middle segments, restart: every surviving batch is served by a read from its
-offset and by a full scan from the log start, and appends continue at the old end.
+Append, roll, stop (cleanly, or as a crash with the checkpoints lost), delete, tear or
+flip a bit in random middle segments, restart: every batch not deleted, torn off or
+flipped is served by a read from its offset and by a full scan from the log start, and
+appends continue at the old end.
 """
 
 from __future__ import annotations
@@ -29,17 +30,18 @@ CONFIG = LogConfig(segment_bytes=4000, index_interval_bytes=200)
     rolls=st.sets(st.integers(1, 59), min_size=2, max_size=8),
     lost=st.sets(st.integers(0, 30), min_size=1, max_size=4),
     torn=st.one_of(st.none(), st.tuples(st.integers(0, 30), st.floats(0, 1))),
+    flip=st.one_of(st.none(), st.tuples(st.integers(0, 30), st.integers(0, 10**6), st.integers(0, 7))),
     clean=st.booleans(),
 )
-def test_surviving_batches_are_served(sizes, rolls, lost, torn, clean):
+def test_surviving_batches_are_served(sizes, rolls, lost, torn, flip, clean):
     root = Path(tempfile.mkdtemp(prefix="kbroker-lost-"))
     try:
-        _check(root / "t-0", sizes, rolls, lost, torn, clean)
+        _check(root / "t-0", sizes, rolls, lost, torn, flip, clean)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _check(directory: Path, sizes, rolls, lost, torn, clean) -> None:
+def _check(directory: Path, sizes, rolls, lost, torn, flip, clean) -> None:
     log = PartitionLog.open(directory, CONFIG)
     for i, (records, value_size) in enumerate(sizes):
         if i in rolls:
@@ -62,6 +64,16 @@ def _check(directory: Path, sizes, rolls, lost, torn, clean) -> None:
         base = middle[pick % len(middle)]
         (directory / f"{base:020d}.log").unlink(missing_ok=True)
         survivors[base] = []
+    if flip is not None and not clean:  # a flipped bit in a batch of a middle segment (CRC-covered bytes)
+        base = middle[flip[0] % len(middle)]
+        path = directory / f"{base:020d}.log"
+        if survivors[base]:
+            position, batch = survivors[base][flip[1] % len(survivors[base])]
+            at = position + 16 + flip[1] % (len(batch) - 16)  # magic, CRC or the CRC-covered part
+            data = bytearray(path.read_bytes())
+            data[at] ^= 1 << flip[2]
+            path.write_bytes(data)
+            survivors[base] = [(p, b) for p, b in survivors[base] if p != position]
     if torn is not None and not clean:  # a torn middle segment: only an unclean start scans it
         base = middle[torn[0] % len(middle)]
         path = directory / f"{base:020d}.log"

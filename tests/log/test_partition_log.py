@@ -301,12 +301,13 @@ def test_stored_bytes_are_the_clients(log):
 
 
 def test_ack_waits_for_an_fsync_covering_the_batch(tmp_path, monkeypatch):
-    synced: dict[int, int] = {}  # fd -> file size when fdatasync returned
+    synced: dict[int, int] = {}  # inode -> file size when fdatasync returned
     real = os.fdatasync
 
     def recording(fd):
         real(fd)
-        synced[fd] = max(synced.get(fd, 0), os.fstat(fd).st_size)
+        status = os.fstat(fd)
+        synced[status.st_ino] = max(synced.get(status.st_ino, 0), status.st_size)
 
     monkeypatch.setattr(os, "fdatasync", recording)
     log = PartitionLog.open(tmp_path / "t-0", LogConfig(fsync_before_ack=True, segment_bytes=3000))
@@ -316,7 +317,7 @@ def test_ack_waits_for_an_fsync_covering_the_batch(tmp_path, monkeypatch):
             info = log.append(make_batch(2, 100, seed=i))
             segment = log.active_segment
             await log.wait_for_ack(info, acks=-1)
-            assert synced.get(segment.fd, 0) >= segment.size
+            assert synced.get(os.fstat(segment.fd).st_ino, 0) >= segment.size
         assert len(log.segments) > 3
 
     asyncio.run(scenario())

@@ -13,7 +13,8 @@ from kbroker.config import BrokerConfig
 from kbroker.group import start_group_coordinator
 from kbroker.group.group import CommittedOffset
 from kbroker.group.store import OFFSETS_TOPIC
-from kbroker.txn.runtime import EXTENSION_KEY, TxnRuntime, start_transaction_coordinator, transaction_coordinator
+from kbroker.log import AppendOrigin
+from kbroker.txn.runtime import start_transaction_coordinator, transaction_coordinator
 from kbroker.txn.transaction import TxnState
 from protocol.errors import ErrorCode
 from protocol.record_builder import SimpleRecord, build_record_batch
@@ -26,7 +27,7 @@ def new_broker(data_dir: Path) -> Broker:
     config = BrokerConfig.build(PROPS, listen="127.0.0.1:0", data_dir=data_dir)
     logs = new_log_manager(config)
     logs.startup()
-    return Broker(config=config, logs=logs, handlers={})
+    return Broker(config=config, logs=logs)
 
 
 def outline(broker: Broker, topic: str) -> list[str]:
@@ -46,8 +47,8 @@ def test_prepared_transaction_is_completed_after_a_crash(tmp_path: Path, commit:
     async def before_crash() -> tuple[int, int]:
         broker = new_broker(tmp_path)
         broker.logs.create_topic("orders", 1)
-        groups = start_group_coordinator(broker)
-        runtime = await start_transaction_coordinator(broker)
+        broker.groups = groups = start_group_coordinator(broker)
+        broker.transactions = runtime = await start_transaction_coordinator(broker)
         coordinator = transaction_coordinator(broker)
         init = await coordinator.init_producer_id("app", 60_000)
         pid, epoch = init.producer_id, init.producer_epoch
@@ -62,7 +63,7 @@ def test_prepared_transaction_is_completed_after_a_crash(tmp_path: Path, commit:
                 is_transactional=True,
             )
         )
-        broker.logs.get_log("orders", 0).append(data)  # type: ignore[union-attr]
+        broker.logs.get_partition("orders", 0).append_as_leader(data, AppendOrigin.COORDINATOR)  # type: ignore[union-attr]
         offsets = {("orders", 0): CommittedOffset(5, -1, "", 1)}
         assert await groups.txn_commit("g", pid, epoch, -1, "", None, offsets) is ErrorCode.NONE
         metadata = coordinator.transactions["app"]
@@ -75,10 +76,9 @@ def test_prepared_transaction_is_completed_after_a_crash(tmp_path: Path, commit:
 
     async def after_restart() -> None:
         broker = new_broker(tmp_path)
-        groups = start_group_coordinator(broker)
+        broker.groups = groups = start_group_coordinator(broker)
         assert groups.fetch("g", [("orders", 0)]) == {("orders", 0): None}  # still pending
-        runtime = await start_transaction_coordinator(broker)
-        assert isinstance(broker.extensions[EXTENSION_KEY], TxnRuntime)
+        broker.transactions = runtime = await start_transaction_coordinator(broker)
         metadata = transaction_coordinator(broker).transactions["app"]
         assert metadata.state is (TxnState.COMPLETE_COMMIT if commit else TxnState.COMPLETE_ABORT)
         assert outline(broker, "orders") == ["v", "COMMIT" if commit else "ABORT"]

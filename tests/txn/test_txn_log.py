@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from kbroker.log import LogManager
+from kbroker.log.coordinator_log import partition_for
 from kbroker.txn.runtime import LogStateLog
 from kbroker.txn.transaction import TxnRecord, TxnState
 from kbroker.txn.txn_log import TxnLogFormatError, parse_txn_key, parse_txn_value, txn_key, txn_value
-from kbroker.txn.txn_store import TXN_TOPIC, TxnStateStore, partition_for
+from kbroker.txn.txn_store import TXN_TOPIC, TxnStateStore
 
 
 def record(state: TxnState = TxnState.ONGOING, epoch: int = 3) -> TxnRecord:
