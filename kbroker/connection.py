@@ -28,7 +28,7 @@ from kbroker.sasl import SaslSession, SaslSettings
 from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
 from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
-from protocol.framing import DEFAULT_STAGING_SIZE
+from protocol.framing import DEFAULT_STAGING_SIZE, MapRecycler
 from protocol.headers import RequestHeader
 
 if TYPE_CHECKING:
@@ -80,6 +80,7 @@ class ListenerRuntime:
     listener: Listener | None = None
     memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
+    maps: MapRecycler = field(default_factory=MapRecycler)
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
     tls: ssl.SSLContext | None = None  # an SSL listener (kbroker.tls.TlsSession per connection)
@@ -123,6 +124,7 @@ class Connection(asyncio.BufferedProtocol):
             max_frame_size=runtime.max_frame_size,
             memory=runtime.memory,
             staging=runtime.staging,
+            maps=runtime.maps,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
             sasl=SaslSession(runtime.sasl, time.monotonic) if runtime.sasl is not None else None,
@@ -289,25 +291,22 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- helpers ---------------------------------------------------------
     def _new_context(self, header: RequestHeader) -> RequestContext:
-        return RequestContext(
-            broker=self.runtime.broker,
-            api_key=header.api_key,
-            api_version=header.api_version,
-            correlation_id=header.correlation_id,
-            client_id=header.client_id,
-            connection_id=self.id,
-            client_host=self.peer,
-            log=_RequestLog(self, header),
-            listener=self.runtime.name,
-            principal=self._principal(),
-            sasl=self.pipeline.sasl,
-        )
-
-    def _principal(self) -> str:
         sasl = self.pipeline.sasl
-        if sasl is not None and sasl.principal is not None:
-            return sasl.principal
-        return self.principal
+        principal = sasl.principal if sasl is not None and sasl.principal is not None else self.principal
+        runtime = self.runtime
+        return RequestContext(
+            runtime.broker,
+            header.api_key,
+            header.api_version,
+            header.correlation_id,
+            header.client_id,
+            self.id,
+            self.peer,
+            _RequestLog(self, header),
+            runtime.name,
+            principal,
+            sasl,
+        )
 
     def _writer_drained(self) -> None:
         self._output_changed()

@@ -21,7 +21,7 @@ from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
 from kbroker.sasl import SaslSettings
 from kbroker.tls import server_context
-from protocol.framing import DEFAULT_STAGING_SIZE
+from protocol.framing import DEFAULT_STAGING_SIZE, MapRecycler
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -81,9 +81,11 @@ class Listeners:
         memory = MemoryPool(config.get_int("queued.max.request.bytes"))
         staging = bytearray(DEFAULT_STAGING_SIZE)  # one staging buffer for every connection of the loop
         cipher = bytearray(DEFAULT_STAGING_SIZE)  # and one for TLS records before decryption
+        maps = MapRecycler()  # and the maps of finished large frames, for reuse
         for listener in config.listeners:
             runtime = _runtime_for(broker, handlers, listener, limits, memory, staging)
             runtime.cipher_staging = cipher
+            runtime.maps = maps
             runtime.tls = self.contexts.get(listener.name)
             settings = self.sasl.get(listener.name)
             runtime.sasl = dataclasses.replace(settings, scram=broker.scram) if settings is not None else None

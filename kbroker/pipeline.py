@@ -25,7 +25,7 @@ from kbroker.sendfile import has_file_chunks, materialize
 from protocol.api_keys import ApiKey, api_name
 from protocol.codec import decode, encode_into
 from protocol.errors import ErrorCode, KafkaProtocolError
-from protocol.framing import Frame, FrameError, FrameReader, frame_prefix
+from protocol.framing import Frame, FrameError, FrameReader, MapRecycler, frame_prefix
 from protocol.headers import (
     RequestHeader,
     encode_response_header,
@@ -69,14 +69,15 @@ class PipelineOwner(Protocol):
 
 
 class _Slot:
-    """A response position in the connection's output order, with the request memory it holds."""
+    """A response position in the connection's output order, with the request (and its memory) it holds."""
 
-    __slots__ = ("chunks", "done", "held")
+    __slots__ = ("chunks", "done", "held", "frame")
 
-    def __init__(self, held: int) -> None:
+    def __init__(self, held: int, frame: Frame | None = None) -> None:
         self.chunks: list[Any] | None = None
         self.done = False
         self.held = held
+        self.frame = frame
 
 
 def describe_bad_frame(error: FrameError, first_frame: bool) -> str:
@@ -99,6 +100,7 @@ class RequestPipeline:
         max_frame_size: int,
         memory: MemoryPool,
         staging: bytearray | None = None,
+        maps: MapRecycler | None = None,
         frame_timeout_ms: int = -1,
         now: float = 0.0,
         sasl: SaslSession | None = None,
@@ -111,7 +113,7 @@ class RequestPipeline:
         self.sasl = sasl
         if sasl is not None:  # until the client authenticates, its frames stay small
             max_frame_size = min(max_frame_size, sasl.settings.max_receive_size)
-        self.reader = FrameReader(max_frame_size, staging, memory)
+        self.reader = FrameReader(max_frame_size, staging, memory, maps=maps)
         self.frame_timeout = frame_timeout_ms / 1000 if frame_timeout_ms >= 0 else -1.0
         self.client_id: str | None = None
         self.last_active = now
@@ -120,6 +122,8 @@ class RequestPipeline:
         self._order: deque[_Slot] = deque()
         self._output_blocked = False
         self._reading = True
+        self._receiving = False  # inside buffer_updated: answered frames are recycled at its end
+        self._answered: list[Frame] = []  # frames whose requests are answered, for their maps' reuse
 
     # ----- bytes in
 
@@ -134,11 +138,16 @@ class RequestPipeline:
         except FrameError as error:
             self._close(describe_bad_frame(error, reader.frames_read == 0), "warning", {})
             return
+        self._receiving = True
         for frame in frames:
             if self.closing:
                 self.memory.release(len(frame))
             else:
                 self._on_frame(frame)
+        self._receiving = False
+        if self._answered:
+            del frames  # the frames' maps may be reused once nothing references their bytes
+            self._recycle()
         if reader.pending_bytes:
             if self.frame_started is None:
                 self.frame_started = now
@@ -237,7 +246,7 @@ class RequestPipeline:
             self.memory.release(held)
             self._close(f"malformed request: {exc}", "warning", _request_fields(header))
             return
-        self._dispatch(handler, header, body, held)
+        self._dispatch(handler, header, body, held, frame)
         if sasl is not None and header.api_key in SASL_APIS:
             self._after_sasl_step(sasl)
 
@@ -248,9 +257,9 @@ class RequestPipeline:
             self.closing = True
             self.owner.close_after_failed_authentication(f"SASL {sasl.mechanism or 'handshake'} failed")
 
-    def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int) -> None:
+    def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int, frame: Frame) -> None:
         ctx = self.new_context(header)
-        slot = _Slot(held)
+        slot = _Slot(held, frame if type(frame) is memoryview else None)  # only maps are worth reusing
         self._order.append(slot)
         if handler.is_async:
             self._spawn(handler, ctx, handler.func(ctx, body), slot)
@@ -324,9 +333,20 @@ class RequestPipeline:
         while order and order[0].done and not self.closing:
             slot = order.popleft()
             self.memory.release(slot.held)
+            if slot.frame is not None:
+                self._answered.append(slot.frame)
+                slot.frame = None
             if slot.chunks is not None:
                 self.owner.write(slot.chunks)
+        if self._answered and not self._receiving:
+            self._recycle()
         self._update_reading()
+
+    def _recycle(self) -> None:
+        answered, self._answered = self._answered, []
+        give = self.reader.maps.give
+        for frame in answered:
+            give(frame)
 
     def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """A too-new ApiVersions request is answered in the v0 layout with UNSUPPORTED_VERSION,
