@@ -13,7 +13,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from tests.broker.conftest import unique_topic
 from tests.broker.tls_support import Certificates, make_certificates
-from tests.process import BrokerProcess, free_port
+from tests.process import BrokerProcess, RawClient, free_port
 
 
 @pytest.fixture(scope="module")
@@ -182,6 +182,15 @@ def test_inline_pem_keystore(tmp_path: Path, certs: Certificates) -> None:
     try:
         values = round_trip_confluent(confluent_ssl(certs, secure, None, None), count=3)
         assert len(values) == 3
+        with RawClient(broker.bootstrap) as client:
+            body = {
+                "resources": [{"resource_type": 4, "resource_name": "1", "configuration_keys": ["ssl.keystore.key"]}],
+                "include_synonyms": True,
+                "include_documentation": False,
+            }
+            (entry,) = client.call(ApiKey.DESCRIBE_CONFIGS, 4, body)["results"][0]["configs"]
+        assert entry["value"] is None and entry["is_sensitive"]  # a private key is never shown, as Kafka does
+        assert all(s["value"] is None for s in entry["synonyms"])
     finally:
         broker.stop()
 
