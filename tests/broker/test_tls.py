@@ -207,3 +207,40 @@ def test_ssl_listener_without_keystore_fails_the_start(tmp_path: Path) -> None:
         broker.start()
     assert not (tmp_path / "data" / "meta.properties").exists()
     assert ApiKey.API_VERSIONS == 18
+
+
+def test_aiokafka_over_mutual_tls(mtls_broker: tuple[BrokerProcess, int], certs: Certificates) -> None:
+    import asyncio
+
+    import aiokafka
+    from aiokafka.helpers import create_ssl_context
+
+    _, port = mtls_broker
+    topic = unique_topic("tls-aio")
+
+    async def run() -> list[bytes]:
+        context = create_ssl_context(
+            cafile=str(certs.ca), certfile=str(certs.client_cert), keyfile=str(certs.client_key)
+        )
+        options = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_context": context}
+        producer = aiokafka.AIOKafkaProducer(**options)
+        await producer.start()
+        try:
+            for i in range(10):
+                await producer.send_and_wait(topic, b"aio-%d" % i)
+        finally:
+            await producer.stop()
+        consumer = aiokafka.AIOKafkaConsumer(topic, auto_offset_reset="earliest", **options)
+        await consumer.start()
+        try:
+            values: list[bytes] = []
+            while len(values) < 10:
+                batch = await consumer.getmany(timeout_ms=5000)
+                if not batch:
+                    break
+                values += [bytes(m.value or b"") for messages in batch.values() for m in messages]
+            return values
+        finally:
+            await consumer.stop()
+
+    assert asyncio.run(run()) == [b"aio-%d" % i for i in range(10)]
