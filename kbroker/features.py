@@ -30,6 +30,8 @@ FEATURES: tuple[Feature, ...] = (
     # 0: the original transaction protocol; 1: Kafka's flexible __transaction_state records
     # (kbroker's transaction log has its own layout); 2: transactions v2 (KIP-890).
     Feature("transaction.version", 0, 0, 0),
+    # 1: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch, ShareAcknowledge, ...
+    Feature("share.version", 0, 1, 1),
 )
 
 # The epoch of the finalized levels: they never change while kbroker runs.

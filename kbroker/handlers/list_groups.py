@@ -1,6 +1,7 @@
 """ListGroups (16): every group this node coordinates, optionally filtered by state (v4+) and type (v5+).
 
-Every group here is a classic group (type "classic"); a types filter without it lists nothing.
+Classic groups have type "classic"; share groups (KIP-932) type "share" and protocol type "share",
+as Kafka lists them. A types filter lists only the named types.
 """
 
 from __future__ import annotations
@@ -11,26 +12,41 @@ from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.state import GroupState
 from kbroker.handlers.registry import handles
+from kbroker.share import share_runtime
 from protocol.api_keys import ApiKey
 
 CLASSIC_GROUP_TYPE = "classic"
+SHARE_GROUP_TYPE = "share"
 
 
 @handles(ApiKey.LIST_GROUPS, "0-5")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    runtime = group_runtime(ctx.broker)
     wanted = {s.lower() for s in request["states_filter"] or ()}
     types = {t.lower() for t in request["types_filter"] or ()}
-    if types and CLASSIC_GROUP_TYPE not in types:
-        return {"throttle_time_ms": 0, "error_code": 0, "groups": []}
-    groups = [
-        {
-            "group_id": g.group_id,
-            "protocol_type": g.protocol_type or "",
-            "group_state": g.state.value,
-            "group_type": CLASSIC_GROUP_TYPE,
-        }
-        for g in sorted(runtime.groups.values(), key=lambda g: g.group_id)
-        if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
-    ]
+    groups = []
+    if not types or CLASSIC_GROUP_TYPE in types:
+        runtime = group_runtime(ctx.broker)
+        groups += [
+            {
+                "group_id": g.group_id,
+                "protocol_type": g.protocol_type or "",
+                "group_state": g.state.value,
+                "group_type": CLASSIC_GROUP_TYPE,
+            }
+            for g in runtime.groups.values()
+            if g.state is not GroupState.DEAD and (not wanted or g.state.value.lower() in wanted)
+        ]
+    if not types or SHARE_GROUP_TYPE in types:
+        shares = share_runtime(ctx.broker)
+        groups += [
+            {
+                "group_id": g.group_id,
+                "protocol_type": SHARE_GROUP_TYPE,
+                "group_state": g.state,
+                "group_type": SHARE_GROUP_TYPE,
+            }
+            for g in shares.coordinator.groups.values()
+            if not wanted or g.state.lower() in wanted
+        ]
+    groups.sort(key=lambda g: g["group_id"])
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

@@ -12,6 +12,7 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_id
 from kbroker.handlers.registry import handles
+from kbroker.log import KafkaStorageError
 from kbroker.share import share_runtime
 from kbroker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH
 from protocol.api_keys import ApiKey
@@ -27,7 +28,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _top_level(ErrorCode.INVALID_REQUEST)
     if epoch == INITIAL_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
-    error, session = runtime.sessions.begin(group_id, member_id, epoch)
+    error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
     names = topic_names_by_id(ctx)
@@ -55,7 +56,14 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                 }
             )
         responses.append({"topic_id": topic["topic_id"], "partitions": partitions})
-    await runtime.persist(group_id)
+    try:
+        await runtime.persist(group_id)
+    except KafkaStorageError as error:
+        ctx.log.error("share_state_write_failed", group=group_id, error=str(error))
+        for topic in responses:
+            for partition in topic["partitions"]:
+                if partition["error_code"] == 0:
+                    partition["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
     if epoch == FINAL_EPOCH:
         runtime.sessions.close(group_id, member_id)
         runtime.release_member(group_id, member_id, list(session.partitions))

@@ -29,6 +29,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 DEFAULT_MAX_RECORDS = 500
+RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized (v1's behaviour), 1 record-limit
 _rotation = itertools.count()
 
 
@@ -39,9 +40,10 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if not group_id or not member_id:
         return _top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
     epoch = request["share_session_epoch"]
-    error, session = runtime.sessions.begin(group_id, member_id, epoch)
+    error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
+    runtime.forget_deleted_topics()
     names = topic_names_by_id(ctx)
     ids = {name: uuid for uuid, name in names.items()}
     answers: dict[tuple[str, int], dict[str, Any]] = {}
@@ -73,7 +75,12 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             session.partitions.pop(key, None)
         if keys:
             runtime.release_member(group_id, member_id, keys)
-    await runtime.persist(group_id)
+    try:
+        await runtime.persist(group_id)
+    except KafkaStorageError as error:
+        ctx.log.error("share_state_write_failed", group=group_id, error=str(error))
+        for answer in answers.values():
+            answer["acknowledge_error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
     if epoch == FINAL_EPOCH:
         runtime.sessions.close(group_id, member_id)
         runtime.release_member(group_id, member_id, list(session.partitions))
@@ -94,7 +101,8 @@ async def _acquire(
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(0, request["max_wait_ms"]) / 1000
     while True:
-        if _acquire_once(ctx, runtime, session, max_records, request["max_bytes"], answers):
+        whole_batches = request.get("share_acquire_mode", 0) != RECORD_LIMIT_MODE
+        if _acquire_once(ctx, runtime, session, max_records, request["max_bytes"], answers, whole_batches):
             return
         remaining = deadline - loop.time()
         if remaining <= 0 or not session.partitions:
@@ -111,6 +119,7 @@ def _acquire_once(
     max_records: int,
     max_bytes: int,
     answers: dict[tuple[str, int], dict[str, Any]],
+    whole_batches: bool,
 ) -> bool:
     keys = list(session.partitions)
     if not keys:
@@ -124,11 +133,16 @@ def _acquire_once(
         name, index = key
         log = ctx.broker.logs.get_log(name, index)
         share = runtime.share_partition(session.group_id, name, index)
+        if ctx.broker.logs.topic(name) is None:
+            session.partitions.pop(key, None)  # deleted
+            continue
         if log is None or share is None:
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         try:
-            ranges, records = acquire_from_log(share, log, session.member_id, now, max_records, max_bytes)
+            ranges, records = acquire_from_log(
+                share, log, session.member_id, now, max_records, max_bytes, whole_batches=whole_batches
+            )
         except (KafkaStorageError, OffsetOutOfRangeError) as error:
             ctx.log.error("share_fetch_read_failed", topic=name, partition=index, error=str(error))
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
@@ -169,7 +183,9 @@ def _response(
 ) -> dict[str, Any]:
     by_topic: dict[bytes, list[dict[str, Any]]] = {}
     for (name, _), answer in answers.items():
-        by_topic.setdefault(ids[name], []).append(answer)
+        uuid = ids.get(name)
+        if uuid is not None:  # else the topic was deleted meanwhile
+            by_topic.setdefault(uuid, []).append(answer)
     for uuid, answer in unknown:
         by_topic.setdefault(uuid, []).append(answer)
     return {

@@ -5,16 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.state import GroupState
 from kbroker.handlers._share import topic_id
 from kbroker.handlers.registry import handles
 from kbroker.share import share_runtime
 from kbroker.share.coordinator import HeartbeatRequest
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 
 @handles(ApiKey.SHARE_GROUP_HEARTBEAT, "1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
+    classic = group_runtime(ctx.broker).groups.get(request["group_id"])
+    if classic is not None and classic.state is not GroupState.DEAD:  # one namespace for every group type
+        return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request['group_id']} is not a share group.")
     topics = request["subscribed_topic_names"]
     result = runtime.heartbeat(
         HeartbeatRequest(
@@ -43,4 +49,16 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         "member_epoch": result.member_epoch,
         "heartbeat_interval_ms": result.heartbeat_interval_ms,
         "assignment": assignment,
+    }
+
+
+def _error(error: ErrorCode, message: str) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(error),
+        "error_message": message,
+        "member_id": None,
+        "member_epoch": 0,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
     }

@@ -4,7 +4,8 @@
   group.py        ShareGroup, ShareMember, the simple assignor
   coordinator.py  ShareGroupCoordinator: membership through ShareGroupHeartbeat, pure
   sessions.py     share sessions and their epochs, pure
-  runtime.py      ShareRuntime: timers, share partitions per group, wake-ups
+  state_records.py, state_store.py   the __share_group_state layout; ShareStateStore (write, load, rewrite)
+  runtime.py      ShareRuntime: timers, share partitions per group, wake-ups, persistence
 
 Handlers reach the runtime with `share_runtime(ctx.broker)`.
 """
@@ -38,7 +39,9 @@ def start_share_coordinator(broker: Broker) -> ShareRuntime:
             delivery_count_limit=config.get_int("group.share.delivery.count.limit"),
             max_record_locks=config.get_int("group.share.partition.max.record.locks"),
         ),
+        state_partitions=config.get_int("share.coordinator.state.topic.num.partitions"),
     )
+    runtime.load()
     runtime.start()
     return runtime
 

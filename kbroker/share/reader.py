@@ -2,7 +2,9 @@
 
 New records are acquired up to the end of the whole batches one read returns (the share
 partition never acquires half of a batch it has not read); redeliveries are whatever the
-in-flight window holds. The answer carries every batch overlapping an acquired range; a consumer
+in-flight window holds. In Kafka's batch-optimized acquire mode (ShareFetch v1, and v2's mode 0)
+the last new batch is acquired whole even past `max_records`, so a consumer never receives the same
+batch twice; the record-limit mode (v2's mode 1) stops exactly at `max_records`. The answer carries every batch overlapping an acquired range; a consumer
 skips the records outside the ranges, and acknowledges as GAP acquired offsets with no record
 (control batches, compacted-away offsets).
 """
@@ -24,15 +26,22 @@ def acquire_from_log(
     max_records: int,
     max_bytes: int,
     fetch_end: int | None = None,
+    whole_batches: bool = True,
 ) -> tuple[list[AcquiredRecords], bytes]:
     """Acquire up to `max_records` for `member_id`: (acquired ranges, the record batches holding them)."""
     end = log.high_watermark if fetch_end is None else fetch_end
-    limit = partition.end_offset
-    if partition.end_offset < end and partition.in_flight < partition.config.max_record_locks:
-        data = log.read(partition.end_offset, max(1, min(max_bytes, READ_BYTES)), max_offset=end).read()
+    start = partition.end_offset
+    limit = start
+    if start < end and partition.in_flight < partition.config.max_record_locks:
+        data = log.read(start, max(1, min(max_bytes, READ_BYTES)), max_offset=end).read()
+        wanted = start + max_records
         for batch in iter_batches(data):
-            limit = max(limit, batch.next_offset)
+            limit = batch.next_offset
+            if whole_batches and limit >= wanted:
+                break
         limit = min(limit, end)
+        if whole_batches and limit > wanted:
+            max_records += limit - wanted  # the last batch whole
     ranges = partition.acquire(member_id, now, max_records, limit)
     return ranges, batches_covering(log, ranges) if ranges else b""
 

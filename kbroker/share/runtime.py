@@ -20,6 +20,8 @@ import structlog
 from kbroker.share.coordinator import HeartbeatRequest, HeartbeatResult, ShareCoordinatorConfig, ShareGroupCoordinator
 from kbroker.share.partition import SharePartition, SharePartitionConfig
 from kbroker.share.sessions import ShareSessions
+from kbroker.share.state_records import ShareState, StateKey
+from kbroker.share.state_store import ShareStateStore
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -52,15 +54,19 @@ class ShareRuntime:
         coordinator_config: ShareCoordinatorConfig,
         partition_config: SharePartitionConfig,
         *,
+        state_partitions: int = 50,
         clock: Callable[[], int] = wall_clock_ms,
     ) -> None:
         self.broker = broker
+        self.store = ShareStateStore(broker.logs, state_partitions)
+        self._background: set[asyncio.Task[None]] = set()
         self.clock = clock
         self.partition_config = partition_config
         self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count)
         self.sessions = ShareSessions()
         self.partitions: dict[GroupPartition, SharePartition] = {}
         self._dirty: set[GroupPartition] = set()
+        self._topic_ids: dict[GroupPartition, bytes | None] = {}  # the topic id each share partition belongs to
         self.active = False
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
@@ -94,11 +100,16 @@ class ShareRuntime:
             return None
         key = (group_id, topic, index)
         partition = self.partitions.get(key)
+        if partition is not None and self._topic_ids.get(key) != self._topic_id(topic):
+            partition = None  # the topic was deleted and created again under this name: start afresh
         if partition is None:
             settings = self.settings(group_id)
+            self._topic_ids[key] = self._topic_id(topic)
             start = self._reset_offset(partition_log, settings.auto_offset_reset)
             partition = self.partitions[key] = SharePartition(start, settings.partition)
             self.coordinator.ensure_group(group_id)
+            self._dirty.add(key)  # the start offset chosen now must survive a restart
+            self._persist_later()
             log.info("share_partition_initialised", group=group_id, topic=topic, partition=index, start_offset=start)
         partition.move_to_log_start(partition_log.log_start_offset)
         return partition
@@ -106,6 +117,60 @@ class ShareRuntime:
     @staticmethod
     def _reset_offset(partition_log: PartitionLog, strategy: str) -> int:
         return partition_log.log_start_offset if strategy == EARLIEST else partition_log.high_watermark
+
+    def _topic_id(self, topic: str) -> bytes | None:
+        metadata = self.broker.logs.topic(topic)
+        return None if metadata is None else metadata.topic_id.bytes
+
+    def forget_deleted_topics(self) -> None:
+        """Share partitions of deleted topics go from memory and from the sessions (their persisted records are
+        left out of the next rewrite of __share_group_state, and skipped at load: their topic id is unknown)."""
+        gone = [key for key in self.partitions if self._topic_ids.get(key) != self._topic_id(key[1])]
+        for key in gone:
+            del self.partitions[key]
+            self._topic_ids.pop(key, None)
+        topics = {key[1] for key in gone}
+        for session in self.sessions.sessions.values():
+            for tp in [tp for tp in session.partitions if tp[0] in topics and self._topic_id(tp[0]) is None]:
+                del session.partitions[tp]
+
+    def group_partitions(self, group_id: str) -> dict[tuple[str, int], SharePartition]:
+        self.forget_deleted_topics()
+        return {(t, i): p for (g, t, i), p in self.partitions.items() if g == group_id}
+
+    def reset_offset(self, group_id: str, topic: str, index: int, start_offset: int) -> bool:
+        """AlterShareGroupOffsets on an empty group: start the share partition at `start_offset` (clamped to
+        the log); False when the partition does not exist."""
+        partition_log = self.broker.logs.get_log(topic, index)
+        if partition_log is None:
+            return False
+        start = min(max(start_offset, partition_log.log_start_offset), partition_log.high_watermark)
+        key = (group_id, topic, index)
+        partition = self.partitions.get(key)
+        if partition is None or self._topic_ids.get(key) != self._topic_id(topic):
+            partition = self.partitions[key] = SharePartition(start, self.settings(group_id).partition)
+            self._topic_ids[key] = self._topic_id(topic)
+        partition.reset(start)
+        self.coordinator.ensure_group(group_id)
+        self._dirty.add(key)
+        return True
+
+    def delete_offsets(self, group_id: str, topic: str) -> bool:
+        """DeleteShareGroupOffsets: forget the group's state for `topic`; False when it had none."""
+        keys = [key for key in self.partitions if key[0] == group_id and key[1] == topic]
+        for key in keys:
+            del self.partitions[key]
+            self._topic_ids.pop(key, None)
+            self._dirty.add(key)
+        return bool(keys)
+
+    def delete_group(self, group_id: str) -> None:
+        """An empty share group and all its share-partition state go (DeleteGroups)."""
+        for key in [key for key in self.partitions if key[0] == group_id]:
+            del self.partitions[key]
+            self._topic_ids.pop(key, None)
+            self._dirty.add(key)
+        self.coordinator.groups.pop(group_id, None)
 
     def release_member(self, group_id: str, member_id: str, keys: list[tuple[str, int]] | None = None) -> int:
         """Release what `member_id` holds (in `keys`, or in every partition of the group); wakes share fetches."""
@@ -115,6 +180,7 @@ class ShareRuntime:
                 count = partition.release_member(member_id)
                 if count:
                     released += count
+                    self._dirty.add((group, topic, index))
                     self._wake_fetches(topic, index)
         return released
 
@@ -125,9 +191,72 @@ class ShareRuntime:
         if partition is not None and partition.has_available:
             self._wake_fetches(topic, index)
 
-    async def persist(self, group_id: str) -> None:
-        """Make the group's changed share-partition state durable before acknowledgements are answered."""
-        self._dirty = {key for key in self._dirty if key[0] != group_id}
+    async def persist(self, group_id: str | None = None) -> None:
+        """Write the changed share partitions of `group_id` (None: of every group) to __share_group_state and
+        wait until that is durable: acknowledgements are answered only then. Raises KafkaStorageError."""
+        keys = [key for key in self._dirty if group_id is None or key[0] == group_id]
+        if not keys:
+            return
+        self._dirty.difference_update(keys)
+        states: dict[StateKey, ShareState | None] = {}
+        for group, topic, index in keys:
+            metadata = self.broker.logs.topic(topic)
+            partition = self.partitions.get((group, topic, index))
+            if metadata is None:
+                continue
+            key = StateKey(group, metadata.topic_id.bytes, index)
+            states[key] = (
+                None if partition is None else ShareState(partition.start_offset, tuple(partition.state_batches()))
+            )
+        try:
+            await self.store.write(states)
+        except BaseException:
+            self._dirty.update(keys)  # written again with the next change
+            raise
+
+    def load(self) -> None:
+        """Rebuild every share partition from __share_group_state (before the listener opens)."""
+        began = time.monotonic()
+        names = {metadata.topic_id.bytes: name for name, metadata in self.broker.logs.topics().items()}
+        loaded = 0
+        for key, state in self.store.load().items():
+            topic = names.get(key.topic_id)
+            if topic is None or self.broker.logs.get_log(topic, key.partition) is None:
+                continue  # the topic was deleted
+            config = self.settings(key.group_id).partition
+            self.partitions[(key.group_id, topic, key.partition)] = SharePartition.restore(
+                state.start_offset, list(state.batches), config
+            )
+            self._topic_ids[(key.group_id, topic, key.partition)] = key.topic_id
+            self.coordinator.ensure_group(key.group_id)
+            loaded += 1
+        log.info(
+            "share_state_loaded",
+            share_partitions=loaded,
+            groups=len(self.coordinator.groups),
+            duration_ms=round((time.monotonic() - began) * 1000, 1),
+        )
+
+    def _persist_later(self) -> None:
+        """Expired locks and released records are written in the background (nothing waits for them)."""
+        if not self._dirty:
+            return
+        task = asyncio.get_running_loop().create_task(self._persist_quietly())
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _persist_quietly(self) -> None:
+        try:
+            await self.persist()
+            for partition in self.store.partitions_to_rewrite():
+                live = {
+                    StateKey(g, meta.topic_id.bytes, i): ShareState(p.start_offset, tuple(p.state_batches()))
+                    for (g, t, i), p in self.partitions.items()
+                    if (meta := self.broker.logs.topic(t)) is not None
+                }
+                await self.store.rewrite(partition, live)
+        except Exception as error:  # noqa: BLE001 - retried with the next change
+            log.error("share_state_write_failed", error=str(error))
 
     def _wake_fetches(self, topic: str, index: int) -> None:
         self.broker.fetch_waiters.wake((topic, index))
@@ -143,18 +272,33 @@ class ShareRuntime:
 
     def tick(self) -> None:
         now = self.clock()
+        self.forget_deleted_topics()
         self.coordinator.tick(now)
-        for (_, topic, index), partition in self.partitions.items():
+        for (group, topic, index), partition in self.partitions.items():
             deadline = partition.next_deadline()
             if deadline is not None and deadline <= now and partition.expire_locks(now):
+                self._dirty.add((group, topic, index))
                 self._wake_fetches(topic, index)
+        self._evict_idle_sessions(now)
         self._after_change()
+        self._persist_later()
+
+    def _evict_idle_sessions(self, now: int) -> None:
+        """A session of a member the group does not know (it never joined, or was removed) goes once it has been
+        idle for a session timeout; what it held is released."""
+        timeout = self.coordinator.config.session_timeout_ms
+        for session in self.sessions.idle(now - timeout):
+            if not self.coordinator.is_member(session.group_id, session.member_id):
+                self.sessions.close(session.group_id, session.member_id)
+                self.release_member(session.group_id, session.member_id, list(session.partitions))
 
     def next_deadline(self) -> int | None:
         deadlines = [d for d in (p.next_deadline() for p in self.partitions.values()) if d is not None]
         member = self.coordinator.next_deadline()
         if member is not None:
             deadlines.append(member)
+        if self.sessions.sessions:  # idle sessions are looked at once per session timeout at least
+            deadlines.append(self.clock() + self.coordinator.config.session_timeout_ms)
         return min(deadlines) if deadlines else None
 
     def notify_lock_added(self) -> None:
@@ -185,3 +329,8 @@ class ShareRuntime:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
+        await asyncio.gather(*self._background, return_exceptions=True)
+        try:
+            await self.persist()
+        except Exception as error:  # noqa: BLE001 - a restart redelivers what was not written
+            log.error("share_state_write_failed", error=str(error))

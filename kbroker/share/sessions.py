@@ -22,6 +22,7 @@ class ShareSession:
     group_id: str
     member_id: str
     next_epoch: int = 1
+    last_used: int = 0  # when a request last used it (ms)
     partitions: dict[SharePartitionKey, None] = field(default_factory=dict)  # ordered set
 
 
@@ -30,17 +31,18 @@ class ShareSessions:
         self.max_sessions = max_sessions
         self.sessions: dict[tuple[str, str], ShareSession] = {}
 
-    def begin(self, group_id: str, member_id: str, epoch: int) -> tuple[ErrorCode, ShareSession | None]:
+    def begin(self, group_id: str, member_id: str, epoch: int, now: int = 0) -> tuple[ErrorCode, ShareSession | None]:
         """The session a request at `epoch` belongs to; the epoch moves forward on success."""
         key = (group_id, member_id)
         if epoch == INITIAL_EPOCH:
             if key not in self.sessions and len(self.sessions) >= self.max_sessions:
                 return ErrorCode.SHARE_SESSION_LIMIT_REACHED, None
-            opened = self.sessions[key] = ShareSession(group_id, member_id)
+            opened = self.sessions[key] = ShareSession(group_id, member_id, last_used=now)
             return ErrorCode.NONE, opened
         session = self.sessions.get(key)
         if session is None:
             return ErrorCode.SHARE_SESSION_NOT_FOUND, None
+        session.last_used = max(session.last_used, now)
         if epoch == FINAL_EPOCH:
             return ErrorCode.NONE, session
         if epoch != session.next_epoch:
@@ -53,3 +55,7 @@ class ShareSessions:
 
     def of_group(self, group_id: str) -> list[ShareSession]:
         return [s for (g, _), s in self.sessions.items() if g == group_id]
+
+    def idle(self, before: int) -> list[ShareSession]:
+        """Sessions not used since `before`."""
+        return [s for s in self.sessions.values() if s.last_used < before]

@@ -76,3 +76,17 @@ def test_a_new_partition_bumps_the_epoch() -> None:
     finally:
         TOPICS["t"] = 3
     assert (result.member_epoch, result.assignment) == (2, {"t": (0, 1, 2, 3)})
+
+
+def test_share_sessions_epochs() -> None:
+    from kbroker.share.sessions import ShareSessions
+
+    sessions = ShareSessions(max_sessions=1)
+    assert sessions.begin("g", "a", 1)[0] is ErrorCode.SHARE_SESSION_NOT_FOUND
+    error, session = sessions.begin("g", "a", 0, now=5)
+    assert error is ErrorCode.NONE and session is not None
+    assert sessions.begin("g", "b", 0)[0] is ErrorCode.SHARE_SESSION_LIMIT_REACHED
+    assert sessions.begin("g", "a", 2)[0] is ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    assert sessions.begin("g", "a", 1, now=9)[0] is ErrorCode.NONE
+    assert sessions.begin("g", "a", 2)[0] is ErrorCode.NONE
+    assert [s.member_id for s in sessions.idle(10)] == ["a"] and sessions.idle(9) == []

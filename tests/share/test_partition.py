@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kbroker.share.partition import (
     AcknowledgementBatch,
@@ -182,3 +184,67 @@ def test_every_record_delivered_once_when_all_accept(members: int) -> None:
                 assert sp.acknowledge(f"m{m}", [ack(r.first_offset, r.last_offset, ACCEPT)], now) is ErrorCode.NONE
         now += 1
     assert seen == sorted(seen) and seen == list(range(1000))
+
+
+OPS = st.lists(
+    st.tuples(
+        st.sampled_from(["acquire", "ack", "expire", "leave", "produce"]),
+        st.integers(0, 2),  # member
+        st.integers(1, 6),  # count / how far the clock moves
+        st.sampled_from([ACCEPT, RELEASE, REJECT, RENEW, GAP]),
+    ),
+    max_size=80,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(OPS)
+def test_random_operations_keep_the_invariants(ops: list[tuple[str, int, int, AcknowledgeType]]) -> None:
+    """Whatever happens: a finished (accepted/archived) record is never acquired again, nobody acknowledges
+    what it does not hold, the start offset never goes back, the window stays within the lock limit, and
+    no record is delivered more than the delivery limit."""
+    sp = SharePartition(0, CONFIG)
+    now, log_end = 0, 5
+    held: dict[str, set[int]] = {f"m{i}": set() for i in range(3)}
+    finished: set[int] = set()
+    deliveries: dict[int, int] = {}
+    for op, m, n, kind in ops:
+        member = f"m{m}"
+        start = sp.start_offset
+        if op == "produce":
+            log_end += n
+        elif op == "acquire":
+            for r in sp.acquire(member, now, n, log_end):
+                for offset in range(r.first_offset, r.last_offset + 1):
+                    assert offset not in finished
+                    deliveries[offset] = deliveries.get(offset, 0) + 1
+                    assert r.delivery_count == sp.state_of(offset)[1] <= CONFIG.delivery_count_limit  # type: ignore[index]
+                    for others in held.values():
+                        others.discard(offset)
+                    held[member].add(offset)
+        elif op == "ack" and held[member]:
+            offset = min(held[member])
+            state = sp.state_of(offset)
+            still_held = state is not None and state[0] is RecordState.ACQUIRED
+            code = sp.acknowledge(member, [ack(offset, offset, kind)], now)
+            if code is ErrorCode.NONE:
+                assert still_held
+                if kind is not RENEW:
+                    held[member].discard(offset)
+                if kind in (ACCEPT, REJECT, GAP):
+                    finished.add(offset)
+            else:
+                assert code is ErrorCode.INVALID_RECORD_STATE
+                held[member].discard(offset)  # its lock expired and someone else may hold it now
+        elif op == "expire":
+            now += n * 300
+            sp.expire_locks(now)
+        elif op == "leave":
+            sp.release_member(member)
+            held[member].clear()
+        assert sp.start_offset >= start
+        assert sp.in_flight <= CONFIG.max_record_locks
+        for offset in finished:  # finished records are out of the window or terminal in it
+            state = sp.state_of(offset)
+            assert state is None or state[0] in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+    assert all(count <= CONFIG.delivery_count_limit for count in deliveries.values())

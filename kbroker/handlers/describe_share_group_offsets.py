@@ -1,0 +1,65 @@
+"""DescribeShareGroupOffsets (90), versions 0-1: each share partition's start offset; v1 adds the lag.
+
+The lag is Kafka's: records between the start offset and the high watermark that are not yet
+acknowledged or archived. Topics null: every share partition the group has state for. A partition
+without state answers start offset -1. An unknown group: GROUP_ID_NOT_FOUND.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.handlers._share import LEADER_EPOCH, topic_id
+from kbroker.handlers.registry import handles
+from kbroker.share import share_runtime
+from kbroker.share.runtime import ShareRuntime
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+ZERO_UUID = b"\0" * 16
+
+
+@handles(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, "0-1")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = share_runtime(ctx.broker)
+    return {"throttle_time_ms": 0, "groups": [_group(ctx, runtime, g) for g in request["groups"]]}
+
+
+def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]) -> dict[str, Any]:
+    group_id = requested["group_id"]
+    answer: dict[str, Any] = {"group_id": group_id, "topics": [], "error_code": 0, "error_message": None}
+    if group_id not in runtime.coordinator.groups:
+        answer["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
+        answer["error_message"] = f"Group {group_id} not found."
+        return answer
+    state = runtime.group_partitions(group_id)
+    wanted: dict[str, list[int]] = {}
+    if requested["topics"] is None:
+        for topic, index in sorted(state):
+            wanted.setdefault(topic, []).append(index)
+    else:
+        wanted = {t["topic_name"]: list(t["partitions"]) for t in requested["topics"]}
+    for topic, indexes in wanted.items():
+        uuid = topic_id(ctx, topic)
+        partitions = []
+        for index in indexes:
+            item = {
+                "partition_index": index,
+                "start_offset": -1,
+                "leader_epoch": LEADER_EPOCH,
+                "lag": -1,
+                "error_code": 0,
+                "error_message": None,
+            }
+            partition_log = ctx.broker.logs.get_log(topic, index)
+            share = state.get((topic, index))
+            if partition_log is None:
+                item["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            elif share is not None:
+                item["start_offset"] = share.start_offset
+                lag = partition_log.high_watermark - share.start_offset - share.delivery_complete_count()
+                item["lag"] = max(0, lag)
+            partitions.append(item)
+        answer["topics"].append({"topic_name": topic, "topic_id": uuid or ZERO_UUID, "partitions": partitions})
+    return answer

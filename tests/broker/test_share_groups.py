@@ -1,0 +1,169 @@
+"""Share groups over the raw protocol against a real kbroker: sessions, acknowledgement errors, and
+kill -9 during consumption (acknowledged records never come back; acquired ones do).
+
+Scenarios with real share consumers, on kbroker and Apache Kafka, are tests/compat/test_share_groups.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from tests.broker.conftest import batch_of, create_topic, produce, unique_topic
+from tests.process import BrokerProcess, RawClient
+
+ACCEPT, RELEASE = 1, 2
+
+
+def topic_id(raw: RawClient, topic: str) -> bytes:
+    response = raw.call(ApiKey.METADATA, 12, {"topics": [{"name": topic, "topic_id": b"\0" * 16}]})
+    return bytes(response["topics"][0]["topic_id"])
+
+
+def join(raw: RawClient, group: str, member: str, topic: str) -> dict[str, Any]:
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "member_epoch": 0,
+        "rack_id": None,
+        "subscribed_topic_names": [topic],
+    }
+    response = raw.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, body)
+    assert response["error_code"] == 0, response
+    return response
+
+
+def share_fetch(
+    raw: RawClient,
+    group: str,
+    member: str,
+    epoch: int,
+    tid: bytes,
+    *,
+    acks: list[tuple[int, int, int]] = (),  # type: ignore[assignment]
+    max_records: int = 500,
+    max_wait_ms: int = 500,
+    version: int = 2,
+    record_limit: bool = True,
+) -> dict[str, Any]:
+    batches = [{"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in acks]
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "share_session_epoch": epoch,
+        "max_wait_ms": max_wait_ms,
+        "min_bytes": 1,
+        "max_bytes": 1 << 20,
+        "max_records": max_records,
+        "batch_size": max_records,
+        "share_acquire_mode": 1 if record_limit else 0,
+        "is_renew_ack": False,
+        "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": batches}]}],
+        "forgotten_topics_data": [],
+    }
+    return raw.call(ApiKey.SHARE_FETCH, version, body)
+
+
+def share_acknowledge(
+    raw: RawClient, group: str, member: str, epoch: int, tid: bytes, acks: list[tuple[int, int, int]]
+) -> dict[str, Any]:
+    batches = [{"first_offset": f, "last_offset": last, "acknowledge_types": [t]} for f, last, t in acks]
+    body = {
+        "group_id": group,
+        "member_id": member,
+        "share_session_epoch": epoch,
+        "topics": [{"topic_id": tid, "partitions": [{"partition_index": 0, "acknowledgement_batches": batches}]}],
+    }
+    return raw.call(ApiKey.SHARE_ACKNOWLEDGE, 1, body)
+
+
+def acquired(response: dict[str, Any]) -> list[tuple[int, int]]:
+    """(offset, delivery count) of every acquired record."""
+    assert response["error_code"] == 0, response
+    return [
+        (offset, r["delivery_count"])
+        for t in response["responses"]
+        for p in t["partitions"]
+        for r in p["acquired_records"]
+        for offset in range(r["first_offset"], r["last_offset"] + 1)
+    ]
+
+
+def test_session_epochs_and_acknowledgement_errors(broker: BrokerProcess, raw: RawClient) -> None:
+    topic, group = unique_topic("share"), unique_topic("sg")
+    create_topic(raw, topic)
+    tid = topic_id(raw, topic)
+    joined = join(raw, group, "m1", topic)
+    assert joined["assignment"]["topic_partitions"] == [{"topic_id": tid, "partitions": [0]}]
+    assert produce(raw, topic, batch_of(10))["error_code"] == 0
+    assert share_fetch(raw, group, "m1", 3, tid)["error_code"] == ErrorCode.SHARE_SESSION_NOT_FOUND
+    first = share_fetch(raw, group, "m1", 0, tid, max_records=4)
+    assert acquired(first) == [(i, 1) for i in range(4)]
+    assert share_fetch(raw, group, "m1", 5, tid)["error_code"] == ErrorCode.INVALID_SHARE_SESSION_EPOCH
+    # offsets 0-1 accepted, 2-3 released, 4-9 never acquired: acknowledging them is INVALID_RECORD_STATE
+    bad = share_acknowledge(raw, group, "m1", 1, tid, [(4, 4, ACCEPT)])
+    assert bad["responses"][0]["partitions"][0]["error_code"] == ErrorCode.INVALID_RECORD_STATE
+    good = share_acknowledge(raw, group, "m1", 2, tid, [(0, 1, ACCEPT), (2, 3, RELEASE)])
+    assert good["responses"][0]["partitions"][0]["error_code"] == 0
+    again = share_fetch(raw, group, "m1", 3, tid)
+    assert acquired(again) == [(2, 2), (3, 2)] + [(i, 1) for i in range(4, 10)]
+    # batch-optimized acquisition (v1, and v2's mode 0) takes the last batch whole, past max_records
+    assert produce(raw, topic, batch_of(10))["error_code"] == 0  # offsets 10-19
+    whole = share_fetch(raw, group, "m1", 4, tid, max_records=3, version=1, max_wait_ms=0)
+    assert acquired(whole) == [(i, 1) for i in range(10, 20)]
+    described = raw.call(ApiKey.SHARE_GROUP_DESCRIBE, 1, {"group_ids": [group], "include_authorized_operations": False})
+    (g,) = described["groups"]
+    assert (g["group_state"], [m["member_id"] for m in g["members"]]) == ("Stable", ["m1"])
+
+
+def test_kill_9_during_consumption_never_redelivers_acknowledged_records(
+    start_broker: Callable[..., BrokerProcess],
+) -> None:
+    broker = start_broker("--config", "share.coordinator.state.topic.num.partitions=3")
+    topic, group = unique_topic("share"), unique_topic("sg")
+    total = 60
+    with RawClient(broker.bootstrap) as raw:
+        create_topic(raw, topic)
+        tid = topic_id(raw, topic)
+        join(raw, group, "m0", topic)
+        share_fetch(raw, group, "m0", 0, tid, max_wait_ms=0)  # the share partition starts at 0 (latest, empty)
+        for _ in range(total // 10):
+            assert produce(raw, topic, batch_of(10))["error_code"] == 0
+    accepted: list[int] = []
+    for iteration in range(10):
+        with RawClient(broker.bootstrap) as raw:
+            member = f"m{iteration}"
+            join(raw, group, member, topic)
+            got = acquired(share_fetch(raw, group, member, 0, tid, max_records=20))
+            offsets = [offset for offset, _ in got]
+            assert not set(offsets) & set(accepted), "an acknowledged record came back"
+            if not offsets:
+                break
+            half = offsets[: (len(offsets) + 1) // 2]
+            answer = share_acknowledge(raw, group, member, 1, tid, [(half[0], half[-1], ACCEPT)])
+            assert answer["responses"][0]["partitions"][0]["error_code"] == 0
+            accepted += half  # answered: durable
+        broker.kill()
+        broker.start()
+    assert sorted(accepted) == list(range(total))
+    assert len(accepted) == total
+
+
+def test_a_deleted_topic_leaves_no_share_state(broker: BrokerProcess, raw: RawClient) -> None:
+    topic, group = unique_topic("share"), unique_topic("sg")
+    create_topic(raw, topic)
+    tid = topic_id(raw, topic)
+    join(raw, group, "m1", topic)
+    assert produce(raw, topic, batch_of(3))["error_code"] == 0
+    assert len(acquired(share_fetch(raw, group, "m1", 0, tid))) == 3
+    deleted = raw.call(
+        ApiKey.DELETE_TOPICS, 6, {"topics": [{"name": topic, "topic_id": b"\0" * 16}], "timeout_ms": 5000}
+    )
+    assert deleted["responses"][0]["error_code"] == 0
+    offsets = raw.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, {"groups": [{"group_id": group, "topics": None}]})
+    assert offsets["groups"][0]["topics"] == []
+    after = share_fetch(raw, group, "m1", 1, tid, max_wait_ms=0)
+    assert after["error_code"] == 0
+    assert [p["error_code"] for t in after["responses"] for p in t["partitions"]] == [ErrorCode.UNKNOWN_TOPIC_ID]
