@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from kbroker.config import BrokerConfig
+from kbroker.config import BrokerConfig, Endpoint
 from kbroker.config_repository import CLUSTER_DEFAULT, ConfigRepository
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
 from kbroker.log.checkpoint import write_atomically
@@ -28,6 +28,7 @@ from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
     from kbroker.group.runtime import GroupRuntime
+    from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
     from kbroker.txn.runtime import TxnRuntime
 
@@ -48,6 +49,7 @@ class Broker:
     groups: GroupRuntime | None = None  # set once the group coordinator has loaded (group_runtime())
     shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
+    scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()
@@ -65,6 +67,14 @@ class Broker:
     @property
     def advertised_port(self) -> int:
         return self.config.advertised.port
+
+    def advertised_for(self, listener: str) -> Endpoint:
+        """The address this broker gives clients that connected through `listener` (Kafka answers Metadata,
+        FindCoordinator and DescribeCluster with the endpoints of the request's own listener)."""
+        for candidate in self.config.listeners:
+            if candidate.name == listener:
+                return candidate.advertised
+        return self.config.advertised
 
 
 def with_dynamic_configs(config: BrokerConfig, repository: ConfigRepository) -> BrokerConfig:

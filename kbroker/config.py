@@ -37,6 +37,7 @@ __all__ = [
     "ConfigSynonym",
     "ConfigType",
     "Endpoint",
+    "Listener",
     "parse_endpoint",
     "parse_properties",
     "read_properties_file",
@@ -79,6 +80,7 @@ class ConfigEntry:
     doc: str
     read_only: bool
     synonyms: tuple[ConfigSynonym, ...]
+    sensitive: bool = False  # a password or private key: its value is never shown
 
 
 # --------------------------------------------------------------------------- endpoints and listeners
@@ -115,22 +117,82 @@ def _protocol_map(text: str) -> dict[str, str]:
     return result
 
 
-def _client_listener(prop: str, text: str, controllers: set[str], protocols: dict[str, str]) -> Endpoint:
-    """The one non-controller listener of a NAME://HOST:PORT list; it must be PLAINTEXT."""
-    chosen: list[tuple[str, str]] = []
+SERVED_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    """One listener: its name (as in `listeners`), security protocol, where it binds and what it advertises."""
+
+    name: str
+    protocol: str
+    bind: Endpoint
+    advertised: Endpoint
+
+    def __str__(self) -> str:
+        return f"{self.name}://{self.bind}"
+
+
+def _named_addresses(prop: str, text: str, controllers: set[str]) -> dict[str, str]:
+    """NAME -> HOST:PORT of a NAME://HOST:PORT list, skipping controller listeners."""
+    result: dict[str, str] = {}
     for item in filter(None, (i.strip() for i in text.split(","))):
         name, sep, address = item.partition("://")
-        if not sep:
+        name = name.strip().upper()
+        if not sep or not name:
             raise ConfigError(f"invalid {prop} entry {item!r}: expected NAME://HOST:PORT")
-        if name.strip().upper() not in controllers:
-            chosen.append((name.strip().upper(), address))
-    if len(chosen) != 1:
-        raise ConfigError(f"{prop} must name exactly one client listener (kbroker has one), got {len(chosen)}")
-    name, address = chosen[0]
-    protocol = protocols.get(name)
-    if protocol != "PLAINTEXT":
-        raise ConfigError(f"listener {name} uses {protocol or 'an unmapped protocol'}; kbroker serves PLAINTEXT only")
-    return parse_endpoint(address, f"{prop} address")
+        if name in result:
+            raise ConfigError(f"{prop} names listener {name} twice")
+        if name not in controllers:
+            result[name] = address
+    return result
+
+
+def _build_listeners(
+    values: Mapping[str, Value | None], listen_flag: str | None, advertised_flag: str | None
+) -> tuple[Listener, ...]:
+    controllers, protocols = _controller_names(values), _protocols(values)
+    if listen_flag:
+        binds = {"PLAINTEXT": parse_endpoint(listen_flag, "--listen")}
+    else:
+        text = values["listeners"]
+        assert isinstance(text, str)
+        binds = {
+            n: parse_endpoint(a, f"listeners address of {n}")
+            for n, a in _named_addresses("listeners", text, controllers).items()
+        }
+    if not binds:
+        raise ConfigError("listeners must name at least one client listener")
+    ports = [e.port for e in binds.values() if e.port]
+    if len(ports) != len(set(ports)):
+        raise ConfigError("each listener needs a port of its own")
+    advertised: dict[str, Endpoint] = {}
+    text = values["advertised.listeners"]
+    if isinstance(text, str) and text.strip() and not listen_flag:
+        for name, address in _named_addresses("advertised.listeners", text, controllers).items():
+            if name not in binds:
+                raise ConfigError(f"advertised.listeners names {name}, which is not in listeners")
+            advertised[name] = parse_endpoint(address, f"advertised.listeners address of {name}")
+    if advertised_flag:
+        advertised[next(iter(binds))] = parse_endpoint(advertised_flag, "--advertised-listener")
+    listeners = []
+    for name, bind in binds.items():
+        protocol = "PLAINTEXT" if listen_flag else protocols.get(name)
+        if protocol is None:
+            raise ConfigError(
+                f"listener {name} uses an unmapped protocol: add {name}:PROTOCOL to listener.security.protocol.map"
+            )
+        if protocol not in SERVED_PROTOCOLS:
+            raise ConfigError(
+                f"listener {name} uses {protocol}; kbroker serves {', '.join(SERVED_PROTOCOLS)} listeners"
+            )
+        shown = advertised.get(name)
+        if shown is None:
+            shown = Endpoint(_WILDCARDS.get(bind.host, bind.host), bind.port)
+        elif shown.host in _WILDCARDS or shown.port == 0:
+            raise ConfigError(f"advertised listener {shown} must name a reachable host and a non-zero port")
+        listeners.append(Listener(name, protocol, bind, shown))
+    return tuple(listeners)
 
 
 # --------------------------------------------------------------------------- properties files
@@ -234,18 +296,20 @@ class BrokerConfig:
         "_explicit",
         "_dynamic_default",
         "_dynamic_broker",
+        "listeners",
         "listen",
         "advertised",
         "data_dir",
+        "_per_listener",
     )
 
     def __init__(
         self,
         values: Mapping[str, Value | None],
         explicit: Mapping[str, str],
-        listen: Endpoint,
-        advertised: Endpoint,
+        listeners: tuple[Listener, ...],
         data_dir: Path,
+        per_listener: Mapping[tuple[str, str], Value] | None = None,
         dynamic_default: Mapping[str, str] | None = None,
         dynamic_broker: Mapping[str, str] | None = None,
     ) -> None:
@@ -259,9 +323,11 @@ class BrokerConfig:
                 prop = BROKER_PROPERTIES.get(name)
                 if prop is not None:
                     self._values[name] = prop.parse(raw)
-        self.listen = listen
-        self.advertised = advertised
+        self.listeners = listeners
+        self.listen = listeners[0].bind  # the first listener (the only one unless `listeners` names more)
+        self.advertised = listeners[0].advertised
         self.data_dir = data_dir
+        self._per_listener = dict(per_listener or {})
 
     @classmethod
     def build(
@@ -274,20 +340,20 @@ class BrokerConfig:
     ) -> BrokerConfig:
         """Validate `properties` (Kafka names, string values) and the command-line overrides."""
         explicit = {key.strip(): raw for key, raw in (properties or {}).items()}
-        values = _parse_all(explicit)
+        per_listener = _per_listener_values(explicit)
+        values = _parse_all({k: v for k, v in explicit.items() if not k.startswith(LISTENER_PREFIX)})
         _reconcile_node_id(values, explicit)
         _check_request_limits(values)
-        listen_ep = parse_endpoint(listen, "--listen") if listen else _listen_from(values)
-        advertised_ep = _advertised_from(values, listen_ep, advertised_listener)
+        listeners = _build_listeners(values, listen, advertised_listener)
         directory = _data_dir_from(values, data_dir)
         # Flags are static settings too: record them under Kafka's names so DescribeConfigs tells the truth.
         if listen:
-            _record(values, explicit, "listeners", f"PLAINTEXT://{listen_ep}")
+            _record(values, explicit, "listeners", ",".join(f"{x.name}://{x.bind}" for x in listeners))
         if advertised_listener:
-            _record(values, explicit, "advertised.listeners", f"PLAINTEXT://{advertised_ep}")
+            _record(values, explicit, "advertised.listeners", _advertised_text(listeners))
         if data_dir is not None and str(data_dir):
             _record(values, explicit, "log.dirs", str(directory))
-        config = cls(values, explicit, listen_ep, advertised_ep, directory)
+        config = cls(values, explicit, listeners, directory, per_listener)
         config._check_derived()
         return config
 
@@ -332,7 +398,13 @@ class BrokerConfig:
     def with_dynamic(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> BrokerConfig:
         """This config with the given dynamic layers (raw strings; ConfigError on a bad value)."""
         return BrokerConfig(
-            self._static, self._explicit, self.listen, self.advertised, self.data_dir, cluster_default, per_broker
+            self._static,
+            self._explicit,
+            self.listeners,
+            self.data_dir,
+            self._per_listener,
+            cluster_default,
+            per_broker,
         )
 
     @property
@@ -359,20 +431,46 @@ class BrokerConfig:
 
     def ignored_settings(self) -> list[str]:
         """Explicitly set properties that kbroker accepts but does not act on (to warn about)."""
-        return [name for name in self._explicit if BROKER_PROPERTIES[name].ignored]
+        return [name for name in self._explicit if name in BROKER_PROPERTIES and BROKER_PROPERTIES[name].ignored]
 
     def with_listen_port(self, port: int) -> BrokerConfig:
-        """A copy for a listener bound to `port`; a derived advertised port 0 follows it."""
-        advertised = self.advertised
-        if advertised.port == 0:
-            advertised = Endpoint(advertised.host, port)
-        listen = Endpoint(self.listen.host, port)
+        """A copy for the first listener bound to `port`; a derived advertised port 0 follows it."""
+        return self.with_bound_ports({self.listeners[0].name: port})
+
+    def with_bound_ports(self, ports: Mapping[str, int]) -> BrokerConfig:
+        """A copy for listeners bound to `ports` (name -> port); derived advertised ports 0 follow them."""
+        listeners = []
+        for listener in self.listeners:
+            port = ports.get(listener.name, listener.bind.port)
+            advertised = listener.advertised
+            if advertised.port == 0:
+                advertised = Endpoint(advertised.host, port)
+            listeners.append(Listener(listener.name, listener.protocol, Endpoint(listener.bind.host, port), advertised))
         values, explicit = dict(self._static), dict(self._explicit)
-        if self.listen.port == 0 and "listeners" in explicit:
-            _record(values, explicit, "listeners", f"PLAINTEXT://{listen}")
+        if "listeners" in explicit:
+            _record(values, explicit, "listeners", ",".join(f"{x.name}://{x.bind}" for x in listeners))
         return BrokerConfig(
-            values, explicit, listen, advertised, self.data_dir, self._dynamic_default, self._dynamic_broker
+            values,
+            explicit,
+            tuple(listeners),
+            self.data_dir,
+            self._per_listener,
+            self._dynamic_default,
+            self._dynamic_broker,
         )
+
+    def listener(self, name: str) -> Listener:
+        for listener in self.listeners:
+            if listener.name == name:
+                return listener
+        raise KeyError(f"no listener named {name}")
+
+    def for_listener(self, name: str, prop: str) -> Value | None:
+        """A property's value on one listener: `listener.name.<name>.<prop>` when set, else the broker's."""
+        value = self._per_listener.get((name.upper(), prop))
+        if value is None and not prop.endswith(".sasl.jaas.config"):  # those exist only per listener
+            value = self.get(prop)
+        return ",".join(value) if isinstance(value, tuple) else value
 
     # ----- topic-level defaults
 
@@ -437,7 +535,9 @@ class BrokerConfig:
             synonyms = self._synonyms(_group_of(prop) or [name], name)
             source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
             read_only = name not in DYNAMIC_BROKER_CONFIGS
-            entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, read_only, synonyms))
+            if prop.sensitive:  # as Kafka answers for a password: no value, anywhere
+                value, synonyms = None, tuple(ConfigSynonym(s.name, None, s.source) for s in synonyms)
+            entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, read_only, synonyms, prop.sensitive))
         return entries
 
     def cluster_default_entries(self) -> list[ConfigEntry]:
@@ -504,8 +604,9 @@ class BrokerConfig:
 
     def __repr__(self) -> str:
         return (
-            f"BrokerConfig(listen={self.listen}, advertised={self.advertised}, data_dir={str(self.data_dir)!r}, "
-            f"explicit={self._explicit!r})"
+            f"BrokerConfig(listeners={','.join(map(str, self.listeners))}, advertised={_advertised_text(self.listeners)}, "
+            f"data_dir={str(self.data_dir)!r}, "
+            f"explicit={sorted(self._explicit)!r})"  # names only: values may be passwords or keys
         )
 
 
@@ -545,6 +646,35 @@ def _reconcile_node_id(values: dict[str, Value | None], explicit: dict[str, str]
     values["broker.id"] = values["node.id"]
 
 
+LISTENER_PREFIX = "listener.name."
+JAAS_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _per_listener_values(explicit: Mapping[str, str]) -> dict[tuple[str, str], Value]:
+    """`listener.name.<name>.<property>` settings, for properties that may differ per listener."""
+    result: dict[tuple[str, str], Value] = {}
+    for key, raw in explicit.items():
+        if not key.startswith(LISTENER_PREFIX):
+            continue
+        name, _, prop = key[len(LISTENER_PREFIX) :].partition(".")
+        mechanism, _, rest = prop.partition(".")
+        if name and rest == "sasl.jaas.config" and mechanism.upper() in JAAS_MECHANISMS:
+            result[(name.upper(), f"{mechanism.lower()}.sasl.jaas.config")] = raw  # kbroker.sasl parses it
+            continue
+        definition = BROKER_PROPERTIES.get(prop)
+        if not name or definition is None or not definition.per_listener:
+            allowed = ", ".join(sorted(p.name for p in BROKER_PROPERTIES.values() if p.per_listener))
+            raise ConfigError(
+                f"unknown per-listener config {key!r}: expected {LISTENER_PREFIX}<name>.<one of {allowed}>"
+            )
+        result[(name.upper(), prop)] = definition.parse(raw)
+    return result
+
+
+def _advertised_text(listeners: tuple[Listener, ...]) -> str:
+    return ",".join(f"{x.name}://{x.advertised}" for x in listeners)
+
+
 def _check_request_limits(values: Mapping[str, Value | None]) -> None:
     queued, largest = values["queued.max.request.bytes"], values["socket.request.max.bytes"]
     assert isinstance(queued, int) and isinstance(largest, int)
@@ -559,26 +689,6 @@ def _check_request_limits(values: Mapping[str, Value | None]) -> None:
         host, sep, count = item.rpartition(":")
         if not sep or not host.strip() or not count.strip().isdigit():
             raise ConfigError(f"invalid max.connections.per.ip.overrides entry {item!r}: expected HOST:COUNT")
-
-
-def _listen_from(values: Mapping[str, Value | None]) -> Endpoint:
-    text = values["listeners"]
-    assert isinstance(text, str)
-    return _client_listener("listeners", text, _controller_names(values), _protocols(values))
-
-
-def _advertised_from(values: Mapping[str, Value | None], listen: Endpoint, flag: str | None) -> Endpoint:
-    advertised_listeners = values["advertised.listeners"]
-    if flag:
-        endpoint = parse_endpoint(flag, "--advertised-listener")
-    elif isinstance(advertised_listeners, str) and advertised_listeners.strip():
-        controllers, protocols = _controller_names(values), _protocols(values)
-        endpoint = _client_listener("advertised.listeners", advertised_listeners, controllers, protocols)
-    else:
-        return Endpoint(_WILDCARDS.get(listen.host, listen.host), listen.port)
-    if endpoint.host in _WILDCARDS or endpoint.port == 0:
-        raise ConfigError(f"advertised listener {endpoint} must name a reachable host and a non-zero port")
-    return endpoint
 
 
 def _controller_names(values: Mapping[str, Value | None]) -> set[str]:

@@ -99,6 +99,8 @@ class BrokerProperty:
     topic_name: str | None = None  # the topic-level config this property supplies the default of
     note: str | None = None  # how kbroker differs from Kafka, when it does
     ignored: bool = False  # accepted so Kafka's server.properties loads; no effect in kbroker
+    per_listener: bool = False  # may be set for one listener as listener.name.<name>.<property>
+    sensitive: bool = False  # a password or private key: DescribeConfigs never shows its value
 
     def parse(self, raw: str) -> Value:
         """Parse and validate a value given as a string (as in server.properties)."""
@@ -237,8 +239,10 @@ def _p(
     topic: str | None = None,
     note: str | None = None,
     ignored: bool = False,
+    per_listener: bool = False,
+    sensitive: bool = False,
 ) -> BrokerProperty:
-    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored)
+    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored, per_listener, sensitive)
 
 
 # fmt: off
@@ -248,15 +252,48 @@ _SERVER = [
     _p("broker.id", INT, None, "Older name for node.id: stands in for it when node.id is unset, else must equal it.",
        Range(0), note="Kafka's default is -1 (unset); kbroker reports node.id's value."),
     _p("listeners", STR, "PLAINTEXT://127.0.0.1:9092",
-       "Where to accept clients, as NAME://HOST:PORT; an empty host means all interfaces. --listen wins.",
-       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); kbroker serves one PLAINTEXT listener, "
-       "skipping controller listeners."),
+       "Where to accept clients, as NAME://HOST:PORT entries separated by commas (one per listener, each with its "
+       "own port); an empty host means all interfaces. --listen replaces them with one PLAINTEXT listener.",
+       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); controller listeners are skipped."),
     _p("advertised.listeners", STR, None,
-       "Address clients are told to connect to, as NAME://HOST:PORT. Unset: the listener's, with 127.0.0.1 "
-       "for a wildcard host. --advertised-listener wins."),
+       "Address each listener gives clients in Metadata, FindCoordinator and DescribeCluster, as NAME://HOST:PORT. "
+       "A listener not named here advertises its own address, with 127.0.0.1 for a wildcard host. "
+       "--advertised-listener sets the first listener's."),
     _p("listener.security.protocol.map", STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
        "Security protocol of each listener name, as NAME:PROTOCOL pairs.",
-       note="kbroker serves PLAINTEXT only; a listener mapped to another protocol is an error."),
+       note="kbroker serves PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners."),
+    _p("ssl.keystore.type", STR, "PEM", "Format of the keystore: PEM (a certificate chain and a private key).",
+       OneOf(("PEM",)), note="Kafka's default is JKS; kbroker reads PEM keystores only.", per_listener=True),
+    _p("ssl.keystore.location", STR, None,
+       "PEM file holding the listener's private key and certificate chain.", per_listener=True),
+    _p("ssl.keystore.certificate.chain", STR, None, "The certificate chain in PEM, inline (instead of a file).",
+       per_listener=True),
+    _p("ssl.keystore.key", STR, None, "The private key in PEM, inline (instead of a file).", per_listener=True, sensitive=True),
+    _p("ssl.key.password", STR, None, "Password of an encrypted private key.", per_listener=True, sensitive=True),
+    _p("ssl.keystore.password", STR, None, "Keystore password (PEM keystores have none: use ssl.key.password).",
+       per_listener=True, sensitive=True),
+    _p("ssl.truststore.type", STR, "PEM", "Format of the truststore: PEM certificates.", OneOf(("PEM",)),
+       note="Kafka's default is JKS; kbroker reads PEM truststores only.", per_listener=True),
+    _p("ssl.truststore.location", STR, None, "PEM file of the certificate authorities trusted for client certificates.",
+       per_listener=True),
+    _p("ssl.truststore.certificates", STR, None, "Trusted certificates in PEM, inline (instead of a file).",
+       per_listener=True),
+    _p("ssl.truststore.password", STR, None, "Truststore password (PEM truststores have none).", per_listener=True, sensitive=True),
+    _p("ssl.client.auth", STR, "none",
+       "Whether SSL listeners ask clients for a certificate: required, requested or none. With a certificate the "
+       "client's principal is its subject (User:CN=...).", OneOf(("required", "requested", "none")),
+       per_listener=True),
+    _p("ssl.enabled.protocols", LIST, ("TLSv1.2", "TLSv1.3"), "TLS versions SSL listeners accept.",
+       OneOf(("TLSv1.2", "TLSv1.3")), per_listener=True),
+    _p("sasl.enabled.mechanisms", LIST, ("PLAIN",), "SASL mechanisms SASL_PLAINTEXT and SASL_SSL listeners offer.",
+       OneOf(("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")), note="Kafka's default is GSSAPI, which kbroker does not offer.",
+       per_listener=True),
+    _p("connections.max.reauth.ms", LONG, 0,
+       "How long a SASL session lasts before the client must re-authenticate on the same connection (KIP-368); "
+       "0: never.", _NON_NEGATIVE, per_listener=True),
+    _p("sasl.server.max.receive.size", INT, 524288,
+       "Largest request accepted from a client that has not authenticated yet (SASL listeners).", _POSITIVE,
+       per_listener=True),
     _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
@@ -269,11 +306,15 @@ _SERVER = [
     _p("socket.listen.backlog.size", INT, 50, "Backlog of pending connections on the listening socket.", _POSITIVE),
     _p("max.connections", INT, 1000,
        "Most client connections open at once; further ones are closed when accepted, counted and logged.",
-       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing."),
+       _NON_NEGATIVE, note="Kafka's default is 2147483647 (no limit) and it stops accepting instead of refusing.",
+       per_listener=True),
     _p("max.connections.per.ip", INT, INT_MAX, "Most connections open at once from one IP address.", _NON_NEGATIVE),
     _p("max.connections.per.ip.overrides", STR, "",
        "Per-address exceptions to max.connections.per.ip, as HOST:COUNT pairs separated by commas."),
     _p("connections.max.idle.ms", LONG, 600000, "A connection idle for this long is closed."),
+    _p("connection.failed.authentication.delay.ms", INT, 100,
+       "Delay before a connection whose authentication failed (a refused TLS client certificate) is closed, after "
+       "the client has been told why.", _NON_NEGATIVE),
     _p("queued.max.request.bytes", LONG, 268435456,
        "Most bytes held by requests being received or handled, over all connections; when spent, connections "
        "stop reading until memory is released. -1: no limit. Must be at least socket.request.max.bytes.",

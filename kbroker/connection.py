@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
@@ -23,19 +24,24 @@ import structlog
 from kbroker.context import RequestContext
 from kbroker.memory import MemoryPool
 from kbroker.pipeline import RequestPipeline
-from kbroker.sendfile import ResponseWriter
+from kbroker.sasl import SaslSession, SaslSettings
+from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
+from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
-from protocol.framing import DEFAULT_STAGING_SIZE
+from protocol.framing import DEFAULT_STAGING_SIZE, MapRecycler
 from protocol.headers import RequestHeader
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.config import Listener
     from kbroker.handlers.registry import Handler
     from kbroker.limits import ConnectionLimits
 
 log = structlog.get_logger("kbroker.connection")
 
 _ids = itertools.count(1)
+
+TLS_HANDSHAKE_TIMEOUT = 10.0
 
 
 class _RequestLog:
@@ -71,15 +77,34 @@ class ListenerRuntime:
     handlers: Mapping[int, Handler]  # the registry (kbroker.handlers.registry)
     limits: ConnectionLimits
     name: str = "PLAINTEXT"
+    listener: Listener | None = None
     memory: MemoryPool = field(default_factory=lambda: MemoryPool(-1))
     staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
+    maps: MapRecycler = field(default_factory=MapRecycler)
     max_frame_size: int = 104857600
     frame_timeout_ms: int = -1
     observe: Callable[[int, float, Any], None] | None = None  # request metrics (kbroker.http), None when off
+    tls: ssl.SSLContext | None = None  # an SSL listener (kbroker.tls.TlsSession per connection)
+    cipher_staging: bytearray = field(default_factory=lambda: bytearray(DEFAULT_STAGING_SIZE))
+    failed_authentication_delay_ms: int = 100
+    sasl: SaslSettings | None = None  # a SASL_PLAINTEXT or SASL_SSL listener
 
 
 class Connection(asyncio.BufferedProtocol):
-    __slots__ = ("runtime", "id", "pipeline", "transport", "writer", "peer", "_log", "_tasks", "_write_paused")
+    __slots__ = (
+        "runtime",
+        "id",
+        "pipeline",
+        "transport",
+        "writer",
+        "peer",
+        "principal",
+        "tls",
+        "opened_at",
+        "_log",
+        "_tasks",
+        "_write_paused",
+    )
 
     def __init__(self, runtime: ListenerRuntime) -> None:
         self.runtime = runtime
@@ -87,6 +112,9 @@ class Connection(asyncio.BufferedProtocol):
         self.transport: asyncio.Transport | None = None
         self.writer: ResponseWriter | None = None
         self.peer = "?"
+        self.principal = ANONYMOUS
+        self.tls = TlsSession(runtime.tls) if runtime.tls is not None else None
+        self.opened_at = time.monotonic()
         self._log: Any = None
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
@@ -97,9 +125,11 @@ class Connection(asyncio.BufferedProtocol):
             max_frame_size=runtime.max_frame_size,
             memory=runtime.memory,
             staging=runtime.staging,
+            maps=runtime.maps,
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
             observe=runtime.observe,
+            sasl=SaslSession(runtime.sasl, time.monotonic) if runtime.sasl is not None else None,
         )
 
     @property
@@ -121,13 +151,67 @@ class Connection(asyncio.BufferedProtocol):
             self.pipeline.closing = True
             transport.close()
             return
-        self.writer = ResponseWriter(transport, self._writer_drained)
+        if self.tls is None:
+            self.writer = ResponseWriter(transport, self._writer_drained)
 
     def get_buffer(self, sizehint: int) -> memoryview:
+        if self.tls is not None:
+            return memoryview(self.runtime.cipher_staging)
         return self.pipeline.get_buffer(sizehint)
 
     def buffer_updated(self, nbytes: int) -> None:
+        if self.tls is not None:
+            self._tls_received(nbytes)
+            return
         self.pipeline.buffer_updated(nbytes, time.monotonic())
+
+    def _tls_received(self, nbytes: int) -> None:
+        tls, pipeline, transport = self.tls, self.pipeline, self.transport
+        assert tls is not None and transport is not None
+        try:
+            if tls.receive(memoryview(self.runtime.cipher_staging)[:nbytes]):
+                self.principal = tls.principal
+                self.log.debug("tls_established", principal=self.principal)
+            out = tls.outgoing()
+            if out:
+                transport.write(out)
+            now = time.monotonic()
+            while not pipeline.closing:
+                target = pipeline.get_buffer()
+                n = tls.read_into(target)
+                del target
+                if n == 0:
+                    break
+                pipeline.buffer_updated(n, now)
+        except ssl.SSLError as error:
+            self._tls_failed(error)
+
+    def _tls_failed(self, error: ssl.SSLError) -> None:
+        tls, transport = self.tls, self.transport
+        assert tls is not None and transport is not None
+        self.pipeline.closing = True
+        alert = tls.outgoing()  # the client hears why (unknown CA, certificate required)
+        if alert:
+            transport.write(alert)
+        if tls.established:
+            self.close(f"TLS record failed: {error.reason or error}", "info")
+            return
+        self.close_after_failed_authentication(f"TLS handshake failed: {error.reason or error}")
+
+    def close_after_failed_authentication(self, reason: str) -> None:
+        """Kafka's way: the answer goes out, the failure is logged, the connection closes after
+        connection.failed.authentication.delay.ms (so a client cannot retry in a tight loop)."""
+        transport = self.transport
+        if transport is None:
+            return
+        transport.pause_reading()
+        self.log.info("authentication_failed", reason=reason, client_id=self.pipeline.client_id)
+        delay = self.runtime.failed_authentication_delay_ms / 1000
+        asyncio.get_running_loop().call_later(delay, self._close_now)
+
+    def _close_now(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
 
     def eof_received(self) -> bool:
         self.pipeline.close("client closed the connection", "debug")
@@ -156,6 +240,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # -- PipelineOwner ---------------------------------------------------
     def write(self, chunks: list[Any]) -> None:
+        if self.tls is not None:
+            self._tls_write(chunks)
+            return
         writer = self.writer
         if writer is None:
             return
@@ -166,6 +253,16 @@ class Connection(asyncio.BufferedProtocol):
             return
         if writer.busy:
             self._output_changed()
+
+    def _tls_write(self, chunks: list[Any]) -> None:
+        """Fetched batches cannot go by sendfile under TLS: one pread each, then encrypted."""
+        assert self.tls is not None and self.transport is not None
+        try:
+            data = self.tls.encrypt(materialize(chunks) if has_file_chunks(chunks) else chunks)
+        except OSError as exc:
+            self.pipeline.close(f"could not read the response's record batches: {exc}")
+            return
+        self.transport.write(data)
 
     def spawn(self, awaitable: Awaitable[Any], done: Callable[[Any, BaseException | None], None]) -> None:
         task = asyncio.get_running_loop().create_task(_run(awaitable, done))
@@ -190,20 +287,27 @@ class Connection(asyncio.BufferedProtocol):
             fields.setdefault("client_id", self.pipeline.client_id)
         getattr(self.log, level)("connection_closed", reason=reason, **fields)
         if self.transport is not None:
+            if self.tls is not None and self.tls.established and not self.transport.is_closing():
+                self.transport.write(self.tls.close_notify())
             self.transport.close()
 
     # -- helpers ---------------------------------------------------------
     def _new_context(self, header: RequestHeader) -> RequestContext:
+        sasl = self.pipeline.sasl
+        principal = sasl.principal if sasl is not None and sasl.principal is not None else self.principal
+        runtime = self.runtime
         return RequestContext(
-            broker=self.runtime.broker,
-            api_key=header.api_key,
-            api_version=header.api_version,
-            correlation_id=header.correlation_id,
-            client_id=header.client_id,
-            connection_id=self.id,
-            client_host=self.peer,
-            log=_RequestLog(self, header),
-            listener=self.runtime.name,
+            runtime.broker,
+            header.api_key,
+            header.api_version,
+            header.correlation_id,
+            header.client_id,
+            self.id,
+            self.peer,
+            _RequestLog(self, header),
+            runtime.name,
+            principal,
+            sasl,
         )
 
     def _writer_drained(self) -> None:
@@ -221,6 +325,10 @@ class Connection(asyncio.BufferedProtocol):
         return self.pipeline.last_active
 
     def check_deadline(self, now: float) -> bool:
+        tls = self.tls
+        if tls is not None and not tls.established and now - self.opened_at > TLS_HANDSHAKE_TIMEOUT:
+            self.pipeline.close("TLS handshake not completed in time", "info", timeout_s=TLS_HANDSHAKE_TIMEOUT)
+            return True
         return self.pipeline.check_deadline(now)
 
     async def drain(self, timeout: float) -> None:

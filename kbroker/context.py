@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.sasl import SaslSession
 
 
 @dataclass(slots=True)
@@ -20,4 +21,5 @@ class RequestContext:
     client_host: str
     log: Any  # a structlog logger bound with connection, client, api and correlation id
     listener: str = "PLAINTEXT"  # the listener name the client connected through (Metadata answers with its address)
-    principal: str = "User:ANONYMOUS"  # who the client is (the TLS certificate's subject, once authenticated)
+    principal: str = "User:ANONYMOUS"  # who the client is (the TLS certificate's subject, the SASL user)
+    sasl: SaslSession | None = None  # the connection's SASL exchange, on SASL listeners

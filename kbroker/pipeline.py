@@ -26,7 +26,7 @@ from kbroker.sendfile import has_file_chunks, materialize
 from protocol.api_keys import ApiKey, api_name
 from protocol.codec import decode, encode_into
 from protocol.errors import ErrorCode, KafkaProtocolError
-from protocol.framing import Frame, FrameError, FrameReader, frame_prefix
+from protocol.framing import Frame, FrameError, FrameReader, MapRecycler, frame_prefix
 from protocol.headers import (
     RequestHeader,
     encode_response_header,
@@ -39,6 +39,9 @@ from protocol.primitives import DecodeError, Writer
 if TYPE_CHECKING:
     from kbroker.context import RequestContext
     from kbroker.handlers.registry import Handler
+    from kbroker.sasl import SaslSession
+
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
 
 # Stop reading from a client that has this many requests awaiting their turn.
 MAX_IN_FLIGHT = 256
@@ -62,16 +65,20 @@ class PipelineOwner(Protocol):
     def close(self, reason: str, level: str, fields: dict[str, Any]) -> None:
         """Log why and close the connection."""
 
+    def close_after_failed_authentication(self, reason: str) -> None:
+        """Log the failed authentication; close once the answer is out and the failure delay has passed."""
+
 
 class _Slot:
-    """A response position in the connection's output order, with the request memory it holds."""
+    """A response position in the connection's output order, with the request (and its memory) it holds."""
 
-    __slots__ = ("chunks", "done", "held", "started")
+    __slots__ = ("chunks", "done", "held", "frame", "started")
 
-    def __init__(self, held: int) -> None:
+    def __init__(self, held: int, frame: Frame | None = None) -> None:
         self.chunks: list[Any] | None = None
         self.done = False
         self.held = held
+        self.frame = frame
         self.started = 0.0
 
 
@@ -95,16 +102,22 @@ class RequestPipeline:
         max_frame_size: int,
         memory: MemoryPool,
         staging: bytearray | None = None,
+        maps: MapRecycler | None = None,
         frame_timeout_ms: int = -1,
         now: float = 0.0,
         observe: Callable[[int, float, Any], None] | None = None,
+        sasl: SaslSession | None = None,
     ) -> None:
         self.handlers = handlers
         self.observe = observe  # (api key, seconds, answer) per answered request: the metrics hook, None when off
         self.new_context = new_context
         self.owner = owner
         self.memory = memory
-        self.reader = FrameReader(max_frame_size, staging, memory)
+        self.max_frame_size = max_frame_size
+        self.sasl = sasl
+        if sasl is not None:  # until the client authenticates, its frames stay small
+            max_frame_size = min(max_frame_size, sasl.settings.max_receive_size)
+        self.reader = FrameReader(max_frame_size, staging, memory, maps=maps)
         self.frame_timeout = frame_timeout_ms / 1000 if frame_timeout_ms >= 0 else -1.0
         self.client_id: str | None = None
         self.last_active = now
@@ -113,6 +126,8 @@ class RequestPipeline:
         self._order: deque[_Slot] = deque()
         self._output_blocked = False
         self._reading = True
+        self._receiving = False  # inside buffer_updated: answered frames are recycled at its end
+        self._answered: list[Frame] = []  # frames whose requests are answered, for their maps' reuse
 
     # ----- bytes in
 
@@ -127,11 +142,16 @@ class RequestPipeline:
         except FrameError as error:
             self._close(describe_bad_frame(error, reader.frames_read == 0), "warning", {})
             return
+        self._receiving = True
         for frame in frames:
             if self.closing:
                 self.memory.release(len(frame))
             else:
                 self._on_frame(frame)
+        self._receiving = False
+        if self._answered:
+            del frames  # the frames' maps may be reused once nothing references their bytes
+            self._recycle()
         if reader.pending_bytes:
             if self.frame_started is None:
                 self.frame_started = now
@@ -204,6 +224,16 @@ class RequestPipeline:
             self._close(f"malformed request header: {exc}", "warning", {})
             return
         self.client_id = header.client_id
+        sasl = self.sasl
+        if sasl is not None and header.api_key not in SASL_APIS:
+            if not sasl.allows(header.api_key):
+                self.memory.release(held)
+                self._close("request before SASL authentication", "warning", _request_fields(header))
+                return
+            if sasl.expired(self.last_active):
+                self.memory.release(held)
+                self._close("SASL session expired (connections.max.reauth.ms)", "info", _request_fields(header))
+                return
         handler = self.handlers.get(header.api_key)
         if handler is None or not handler.supports(header.api_version):
             self.memory.release(held)
@@ -220,11 +250,20 @@ class RequestPipeline:
             self.memory.release(held)
             self._close(f"malformed request: {exc}", "warning", _request_fields(header))
             return
-        self._dispatch(handler, header, body, held)
+        self._dispatch(handler, header, body, held, frame)
+        if sasl is not None and header.api_key in SASL_APIS:
+            self._after_sasl_step(sasl)
 
-    def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int) -> None:
+    def _after_sasl_step(self, sasl: SaslSession) -> None:
+        if sasl.authenticated:
+            self.reader.max_frame_size = self.max_frame_size
+        elif sasl.failed and not self.closing:
+            self.closing = True
+            self.owner.close_after_failed_authentication(f"SASL {sasl.mechanism or 'handshake'} failed")
+
+    def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int, frame: Frame) -> None:
         ctx = self.new_context(header)
-        slot = _Slot(held)
+        slot = _Slot(held, frame if type(frame) is memoryview else None)  # only maps are worth reusing
         if self.observe is not None:
             slot.started = perf_counter()
         self._order.append(slot)
@@ -302,9 +341,20 @@ class RequestPipeline:
         while order and order[0].done and not self.closing:
             slot = order.popleft()
             self.memory.release(slot.held)
+            if slot.frame is not None:
+                self._answered.append(slot.frame)
+                slot.frame = None
             if slot.chunks is not None:
                 self.owner.write(slot.chunks)
+        if self._answered and not self._receiving:
+            self._recycle()
         self._update_reading()
+
+    def _recycle(self) -> None:
+        answered, self._answered = self._answered, []
+        give = self.reader.maps.give
+        for frame in answered:
+            give(frame)
 
     def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """A too-new ApiVersions request is answered in the v0 layout with UNSUPPORTED_VERSION,

@@ -19,12 +19,13 @@ from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynami
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
-from kbroker.connection import Connection, ListenerRuntime
+from kbroker.connection import Connection
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
 from kbroker.http.listeners import bind_http_listeners
-from kbroker.limits import ConnectionLimits, parse_overrides
-from kbroker.memory import MemoryPool
+from kbroker.limits import ConnectionLimits
+from kbroker.listeners import Listeners
+from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
 
@@ -43,7 +44,7 @@ def run(config: BrokerConfig) -> int:
         runner = asyncio.run
     try:
         return int(runner(serve(config)))
-    except (OSError, ConfigError) as exc:
+    except (OSError, ConfigError) as exc:  # a port in use, an unreadable keystore
         log.error("broker_failed", error=str(exc))
         return 1
 
@@ -51,20 +52,13 @@ def run(config: BrokerConfig) -> int:
 async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> int:
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
-    runtime: ListenerRuntime | None = None
-    # Bind first: a port in use fails the start before anything is written to the data directory.
-    server = await loop.create_server(
-        lambda: Connection(_ready(runtime)),
-        host=config.listen.host,
-        port=config.listen.port,
-        backlog=config.get_int("socket.listen.backlog.size"),
-        reuse_address=True,
-        start_serving=False,
-    )
-    http_sockets = bind_http_listeners(config.get_list("kbroker.http.listeners"))
-    bound_port = server.sockets[0].getsockname()[1]
-    if config.listen.port == 0:
-        config = config.with_listen_port(bound_port)
+    listeners = Listeners()
+    config = await listeners.bind(config)  # first: a port in use fails before the data directory is written
+    try:
+        http_sockets = bind_http_listeners(config.get_list("kbroker.http.listeners"))
+    except OSError:
+        listeners.close()
+        raise
     handlers = load_handlers()
     dynamic_configs = ConfigRepository.load(config.data_dir)
     config = with_dynamic_configs(config, dynamic_configs)
@@ -78,28 +72,20 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         started_at_ms=int(time.time() * 1000),
         dynamic_configs=dynamic_configs,
     )
+    broker.scram = ScramStore.load(config.data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
     broker.transactions = transactions = await start_transaction_coordinator(broker)
-    registry = connection_limits(config)
-    memory = MemoryPool(config.get_int("queued.max.request.bytes"))
-    runtime = ListenerRuntime(
-        broker=broker,
-        handlers=handlers,
-        limits=registry,
-        memory=memory,
-        max_frame_size=config.get_int("socket.request.max.bytes"),
-        frame_timeout_ms=config.get_int("kbroker.request.receive.timeout.ms"),
-    )
+    registry = listeners.prepare(broker, handlers)
     http = None
     if http_sockets:  # aiohttp loads only when an HTTP listener is configured
         from kbroker.http import start_http
 
         http = await start_http(broker, registry, http_sockets)
-        runtime.observe = http.requests.observe
-    await server.start_serving()
+        listeners.observe_requests(http.requests.observe)
+    await listeners.serve()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError):
@@ -112,8 +98,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         duties.append(loop.create_task(cleaner.run(), name="log-cleaner"))
     log.info(
         "broker_started",
-        listen=f"{config.listen.host}:{bound_port}",
-        advertised=str(config.advertised),
+        listeners=",".join(str(x) for x in config.listeners),
+        advertised=",".join(f"{x.name}://{x.advertised}" for x in config.listeners),
         data_dir=str(config.data_dir),
         cluster_id=cluster_id,
         node_id=config.node_id,
@@ -127,7 +113,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         started.set()
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
-    server.close()
+    listeners.close()
     if http is not None:
         await http.stop()
     await shares.stop()
@@ -145,20 +131,6 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
-
-
-def _ready(runtime: ListenerRuntime | None) -> ListenerRuntime:
-    assert runtime is not None, "a listener accepted a connection before the broker started serving"
-    return runtime
-
-
-def connection_limits(config: BrokerConfig) -> ConnectionLimits:
-    return ConnectionLimits(
-        max_connections=config.get_int("max.connections"),
-        max_per_ip=config.get_int("max.connections.per.ip"),
-        per_ip_overrides=parse_overrides(config.get_str("max.connections.per.ip.overrides")),
-        idle_ms=config.get_int("connections.max.idle.ms"),
-    )
 
 
 async def _sweep_connections(registry: ConnectionLimits) -> None:

@@ -67,13 +67,11 @@ KAFKA_4_3: dict[int, tuple[int, int]] = {
 
 # Why kbroker does not offer an API Kafka's client listener offers.
 NOT_OFFERED = {
-    17: "PLAINTEXT only: no SASL",
     29: "no authorizer: every client may do everything",
     30: "no authorizer",
     31: "no authorizer",
     34: "one data directory",
-    36: "PLAINTEXT only: no SASL",
-    38: "no SASL, so no delegation tokens",
+    38: "no delegation tokens",
     39: "no delegation tokens",
     40: "no delegation tokens",
     41: "no delegation tokens",
@@ -82,8 +80,6 @@ NOT_OFFERED = {
     46: "one node: nothing to reassign",
     48: "no client quotas",
     49: "no client quotas",
-    50: "no SASL/SCRAM",
-    51: "no SASL/SCRAM",
     55: "no KRaft quorum",
     57: "feature levels are fixed (kbroker/features.py)",
     64: "no KRaft controller",
@@ -98,6 +94,13 @@ NOT_OFFERED = {
     87: "share-group state is kept inside the broker (inter-broker API)",
     88: "Streams groups (KIP-1071) are not implemented",
     89: "Streams groups (KIP-1071) are not implemented",
+}
+
+
+# APIs kbroker offers with a restriction Kafka does not have.
+RESTRICTED = {
+    17: "SASL listeners only (docs/security.md); v0 (raw SASL frames) not served",
+    36: "SASL listeners only (docs/security.md)",
 }
 
 
@@ -139,6 +142,8 @@ def table() -> str:
             note = "not offered: " + NOT_OFFERED.get(key, "not implemented yet")
         elif kafka is None:
             note = "kbroker only"
+        elif key in RESTRICTED:
+            note = RESTRICTED[key]
         elif mine[1] < kafka[1]:
             note = f"clients negotiate down to {mine[1]}; Kafka's {NEWER.get(key, 'newer versions')}"
         else:

@@ -170,10 +170,20 @@ class KafkaRef:
         port: int | None = None,
         version: str = KAFKA_VERSION,
         log_path: Path | None = None,
-        properties: dict[str, str] | None = None,
+        *,
+        listeners: dict[str, str] | None = None,
+        properties: dict[str, str] | list[str] | None = None,
     ) -> None:
-        self.properties = dict(properties or {})  # extra server.properties (e.g. log.cleaner.backoff.ms)
+        """`listeners`: more client listeners, name -> security protocol, each on a free port
+        (`listener_ports[name]`); `properties`: more server.properties, as name -> value or as lines
+        (e.g. log.cleaner.backoff.ms)."""
         self.port = port or free_port()
+        self.extra_listeners = dict(listeners or {})
+        self.listener_ports = {name: free_port() for name in self.extra_listeners}
+        if isinstance(properties, dict):
+            self.extra_properties = [f"{name}={value}" for name, value in properties.items()]
+        else:
+            self.extra_properties = list(properties or [])
         self.controller_port = free_port()
         self.version = version
         self.log_path = log_path
@@ -185,16 +195,18 @@ class KafkaRef:
         return f"127.0.0.1:{self.port}"
 
     def _properties(self, log_dir: Path) -> str:
+        extra = "".join(f",{name}://127.0.0.1:{self.listener_ports[name]}" for name in self.extra_listeners)
+        protocols = "".join(f",{name}:{protocol}" for name, protocol in self.extra_listeners.items())
         return "\n".join(
             [
                 "process.roles=broker,controller",
                 "node.id=1",
                 f"controller.quorum.voters=1@127.0.0.1:{self.controller_port}",
-                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
-                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}",
+                f"listeners=PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}{extra}",
+                f"advertised.listeners=PLAINTEXT://127.0.0.1:{self.port}{extra}",
                 "controller.listener.names=CONTROLLER",
                 "inter.broker.listener.name=PLAINTEXT",
-                "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+                f"listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT{protocols}",
                 f"log.dirs={log_dir}",
                 # A single node cannot hold 3 replicas of the internal topics.
                 "offsets.topic.replication.factor=1",
@@ -203,7 +215,7 @@ class KafkaRef:
                 "share.coordinator.state.topic.replication.factor=1",
                 "share.coordinator.state.topic.min.isr=1",
                 "group.initial.rebalance.delay.ms=0",
-                *(f"{name}={value}" for name, value in self.properties.items()),
+                *self.extra_properties,
                 "",
             ]
         )

@@ -28,10 +28,17 @@ def free_port() -> int:
 
 class BrokerProcess:
     def __init__(
-        self, data_dir: Path, *args: str, port: int | None = None, preexec_fn: Callable[[], Any] | None = None
+        self,
+        data_dir: Path,
+        *args: str,
+        port: int | None = None,
+        preexec_fn: Callable[[], Any] | None = None,
+        listen_flag: bool = True,
     ) -> None:
+        """`listen_flag=False`: no --listen (the args configure `listeners`, one of them on `port`)."""
         self.preexec_fn = preexec_fn  # run in the child before exec (e.g. resource limits)
         self.port = port or free_port()
+        self.listen_flag = listen_flag
         self.data_dir = data_dir
         self.log_path = data_dir.parent / f"kbroker-{self.port}.log"
         self.args = args
@@ -42,7 +49,9 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> BrokerProcess:
-        cmd = [sys.executable, "-m", "kbroker", "serve", "--listen", self.bootstrap, "--data-dir", str(self.data_dir)]
+        cmd = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.data_dir)]
+        if self.listen_flag:
+            cmd += ["--listen", self.bootstrap]
         with open(self.log_path, "ab") as log:
             self.proc = subprocess.Popen(
                 [*cmd, *self.args], stdout=log, stderr=log, cwd=REPO, preexec_fn=self.preexec_fn

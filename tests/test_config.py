@@ -351,8 +351,16 @@ def test_listeners_properties_with_controller_listener_skipped() -> None:
 @pytest.mark.parametrize(
     ("props", "fragment"),
     [
-        ({"listeners": "SSL://:9093"}, "PLAINTEXT only"),
-        ({"listeners": "PLAINTEXT://:9092,OTHER://:9093"}, "exactly one"),
+        ({"listeners": "X://:9093", "listener.security.protocol.map": "X:KERBEROS"}, "uses KERBEROS"),
+        ({"listeners": "PLAINTEXT://:9092,OTHER://:9093"}, "unmapped protocol"),
+        ({"listeners": "PLAINTEXT://:9092,PLAINTEXT://:9093"}, "twice"),
+        (
+            {"listeners": "A://:9092,B://:9092", "listener.security.protocol.map": "A:PLAINTEXT,B:PLAINTEXT"},
+            "port of its own",
+        ),
+        ({"advertised.listeners": "OTHER://h:1"}, "not in listeners"),
+        ({"listener.name.plaintext.num.partitions": "3"}, "per-listener"),
+        ({"listener.name.plaintext.max.connections": "x"}, "max.connections"),
         ({"listeners": "localhost:9092"}, "NAME://HOST:PORT"),
         ({"listeners": "INTERNAL://:9092"}, "unmapped"),
         ({"listener.security.protocol.map": "PLAINTEXT"}, "NAME:PROTOCOL"),
@@ -361,6 +369,46 @@ def test_listeners_properties_with_controller_listener_skipped() -> None:
 def test_bad_listeners_are_errors(props: dict[str, str], fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
         BrokerConfig.build(props)
+
+
+def test_two_listeners_with_their_own_advertised_addresses_and_settings() -> None:
+    config = BrokerConfig.build(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://0.0.0.0:19092",
+            "advertised.listeners": "EXTERNAL://broker.example:19092",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+            "listener.name.external.max.connections": "7",
+        }
+    )
+    assert [(x.name, x.protocol, x.bind, x.advertised) for x in config.listeners] == [
+        ("PLAINTEXT", "PLAINTEXT", Endpoint("127.0.0.1", 9092), Endpoint("127.0.0.1", 9092)),
+        ("EXTERNAL", "PLAINTEXT", Endpoint("0.0.0.0", 19092), Endpoint("broker.example", 19092)),
+    ]
+    assert config.listen == Endpoint("127.0.0.1", 9092)
+    assert config.for_listener("EXTERNAL", "max.connections") == 7
+    assert config.for_listener("PLAINTEXT", "max.connections") == 1000
+    bound = BrokerConfig.build(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        }
+    ).with_bound_ports({"PLAINTEXT": 4000, "EXTERNAL": 4001})
+    assert [x.advertised for x in bound.listeners] == [Endpoint("127.0.0.1", 4000), Endpoint("127.0.0.1", 4001)]
+    assert bound.get("listeners") == "PLAINTEXT://127.0.0.1:4000,EXTERNAL://127.0.0.1:4001"
+
+
+def test_listen_flag_replaces_listeners_with_one_plaintext_listener() -> None:
+    config = BrokerConfig.build(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:9092,EXTERNAL://0.0.0.0:19092",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,EXTERNAL:PLAINTEXT",
+        },
+        listen="127.0.0.1:7000",
+        advertised_listener="h:7001",
+    )
+    assert [(x.name, x.bind, x.advertised) for x in config.listeners] == [
+        ("PLAINTEXT", Endpoint("127.0.0.1", 7000), Endpoint("h", 7001))
+    ]
 
 
 def test_with_listen_port_fills_a_derived_port_zero() -> None:

@@ -9,12 +9,15 @@ from kbroker.features import FINALIZED_FEATURES_EPOCH, finalized_features, suppo
 from kbroker.handlers.registry import HANDLERS, handles
 from protocol.api_keys import ApiKey
 
+SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+
 
 @handles(ApiKey.API_VERSIONS, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     keys = [
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
         for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
+        if ctx.sasl is not None or h.api_key not in SASL_APIS  # SASL is offered on SASL listeners only
     ]
     # transaction.version stays below 2, so clients keep the classic transaction protocol
     # (kbroker/features.py).

@@ -36,6 +36,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             code, "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
         )
     broker = ctx.broker
+    address = broker.advertised_for(ctx.listener)
     operations = (
         CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
     )
@@ -49,8 +50,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         "brokers": [
             {
                 "broker_id": broker.node_id,
-                "host": broker.advertised_host,
-                "port": broker.advertised_port,
+                "host": address.host,
+                "port": address.port,
                 "rack": None,
                 "is_fenced": False,
             }

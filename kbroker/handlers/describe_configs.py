@@ -87,7 +87,7 @@ def _config(entry: ConfigEntry, synonyms: bool, documentation: bool) -> dict[str
         "read_only": entry.read_only,
         "config_source": int(entry.source),
         "is_default": False,
-        "is_sensitive": False,
+        "is_sensitive": entry.sensitive,
         "synonyms": [{"name": s.name, "value": s.value, "source": int(s.source)} for s in entry.synonyms]
         if synonyms
         else [],

@@ -41,12 +41,13 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]
     except KafkaProtocolError as error:
         return _error(error.code, error.message)
     broker = ctx.broker
+    address = broker.advertised_for(ctx.listener)
     return {
         "error_code": 0,
         "error_message": None,
         "node_id": broker.node_id,
-        "host": broker.advertised_host,
-        "port": broker.advertised_port,
+        "host": address.host,
+        "port": address.port,
     }
 
 

@@ -25,6 +25,7 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 @handles(ApiKey.METADATA, "0-12")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     broker = ctx.broker
+    address = broker.advertised_for(ctx.listener)
     requested = request["topics"]
     if requested is None or (ctx.api_version == 0 and not requested):
         names = sorted(broker.logs.topics())
@@ -34,9 +35,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         topics = [_requested_topic(ctx, t, allow_create) for t in requested]
     return {
         "throttle_time_ms": 0,
-        "brokers": [
-            {"node_id": broker.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
-        ],
+        "brokers": [{"node_id": broker.node_id, "host": address.host, "port": address.port, "rack": None}],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,

@@ -221,3 +221,54 @@ def test_frame_deadline_closes_a_slow_sender_only() -> None:
     assert not pipe.check_deadline(1029.9)
     assert pipe.check_deadline(1030.0)
     assert owner.closed is not None and owner.closed[0] == "request not received in time"
+
+
+def test_large_frames_maps_are_reused_once_nothing_holds_them() -> None:
+    kept: list[Any] = []
+    pipe, owner = pipeline(
+        {ApiKey.PRODUCE: handler(ApiKey.PRODUCE, lambda ctx, body: kept.append(body) or Later(), high=9)}
+    )
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"r" * 300_000}]}],
+    }
+    pipe.feed(request(ApiKey.PRODUCE, 1, version=9, body=body))
+    maps = pipe.reader.maps
+    kept.clear()  # the handler is done with the request
+    owner.pending[0]({"responses": []}, None)
+    assert maps.kept_bytes >= 300_000  # its map was taken back
+    pipe.feed(request(ApiKey.PRODUCE, 2, version=9, body=body))
+    assert maps.kept_bytes == 0  # and reused for the next large request
+    owner.pending[1]({"responses": []}, None)
+    assert owner.correlation_ids() == [1, 2]
+
+
+def test_a_map_still_referenced_is_not_reused() -> None:
+    kept: list[Any] = []
+    pipe, owner = pipeline(
+        {ApiKey.PRODUCE: handler(ApiKey.PRODUCE, lambda ctx, body: kept.append(body) or Later(), high=9)}
+    )
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"r" * 300_000}]}],
+    }
+    pipe.feed(request(ApiKey.PRODUCE, 1, version=9, body=body))
+    owner.pending[0]({"responses": []}, None)  # answered, but the records are still referenced
+    assert pipe.reader.maps.kept_bytes == 0
+    assert bytes(kept[0]["topic_data"][0]["partition_data"][0]["records"]) == b"r" * 300_000
+
+
+def test_a_request_answered_at_once_gives_its_map_back_too() -> None:
+    pipe, owner = pipeline({ApiKey.PRODUCE: handler(ApiKey.PRODUCE, lambda ctx, body: {"responses": []}, high=9)})
+    body = {
+        "transactional_id": None,
+        "acks": 1,
+        "timeout_ms": 1000,
+        "topic_data": [{"name": "t", "partition_data": [{"index": 0, "records": b"r" * 300_000}]}],
+    }
+    pipe.feed(request(ApiKey.PRODUCE, 1, version=9, body=body))
+    assert owner.correlation_ids() == [1] and pipe.reader.maps.kept_bytes >= 300_000

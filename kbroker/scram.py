@@ -1,0 +1,280 @@
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677): stored credentials and the server's exchange.
+
+Credentials are managed as Kafka manages them, through AlterUserScramCredentials: the client sends a
+salt, an iteration count and the salted password; the broker keeps only the salt, the iteration count
+and the two keys derived from it (StoredKey = H(HMAC(salted, "Client Key")), ServerKey =
+HMAC(salted, "Server Key")), never the password nor the salted password. They are stored in
+`<data-dir>/scram-credentials.json`, written atomically, and survive restarts.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from kbroker.log.checkpoint import write_atomically
+from protocol.errors import ErrorCode
+
+log = structlog.get_logger(__name__)
+
+FILE_NAME = "scram-credentials.json"
+# Mechanism numbers of the credential APIs, and their hash functions.
+MECHANISMS = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
+NUMBERS = {name: number for number, name in MECHANISMS.items()}
+HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+MIN_ITERATIONS, MAX_ITERATIONS = 4096, 16384  # Kafka's bounds
+
+
+@dataclass(frozen=True)
+class ScramCredential:
+    salt: bytes
+    stored_key: bytes
+    server_key: bytes
+    iterations: int
+
+    @classmethod
+    def from_salted_password(cls, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+        digest = HASHES[mechanism]
+        client_key = hmac.digest(salted, b"Client Key", digest)
+        stored_key = hashlib.new(digest, client_key).digest()
+        server_key = hmac.digest(salted, b"Server Key", digest)
+        return cls(salt, stored_key, server_key, iterations)
+
+    @classmethod
+    def from_password(cls, mechanism: str, password: str, salt: bytes, iterations: int) -> ScramCredential:
+        salted = hashlib.pbkdf2_hmac(HASHES[mechanism], password.encode(), salt, iterations)
+        return cls.from_salted_password(mechanism, salt, salted, iterations)
+
+    def to_json(self) -> dict[str, Any]:
+        encode = base64.b64encode
+        return {
+            "salt": encode(self.salt).decode(),
+            "stored_key": encode(self.stored_key).decode(),
+            "server_key": encode(self.server_key).decode(),
+            "iterations": self.iterations,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> ScramCredential:
+        decode = base64.b64decode
+        return cls(decode(data["salt"]), decode(data["stored_key"]), decode(data["server_key"]), data["iterations"])
+
+
+class ScramStore:
+    """user -> mechanism -> credential, kept in one JSON file."""
+
+    def __init__(self, path: Path, users: dict[str, dict[str, ScramCredential]] | None = None) -> None:
+        self.path = path
+        self.users = users or {}
+
+    @classmethod
+    def load(cls, data_dir: Path) -> ScramStore:
+        path = data_dir / FILE_NAME
+        if not path.exists():
+            return cls(path)
+        data = json.loads(path.read_text())
+        users = {
+            user: {mechanism: ScramCredential.from_json(c) for mechanism, c in mechanisms.items()}
+            for user, mechanisms in data["users"].items()
+        }
+        return cls(path, users)
+
+    def get(self, user: str, mechanism: str) -> ScramCredential | None:
+        return self.users.get(user, {}).get(mechanism)
+
+    def describe(self, names: list[str] | None) -> list[dict[str, Any]]:
+        """DescribeUserScramCredentials results (Kafka's errors for duplicates and unknown users)."""
+        if not names:
+            names = sorted(self.users)
+        results = []
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                continue
+            seen.add(name)
+            if names.count(name) > 1:
+                results.append(
+                    _result(
+                        name,
+                        ErrorCode.DUPLICATE_RESOURCE,
+                        "Cannot describe SCRAM credentials for the same user twice in a single request",
+                    )
+                )
+                continue
+            found = self.users.get(name)
+            if not found:
+                results.append(
+                    _result(
+                        name, ErrorCode.RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist"
+                    )
+                )
+                continue
+            infos = [{"mechanism": NUMBERS[m], "iterations": c.iterations} for m, c in sorted(found.items())]
+            results.append(_result(name, ErrorCode.NONE, None) | {"credential_infos": infos})
+        return results
+
+    def alter(self, deletions: list[dict[str, Any]], upsertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """AlterUserScramCredentials: every change of a user is checked first; a user's changes apply
+        together, and the file is written once, before the answer."""
+        changes: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+        for kind, requested in (("delete", deletions), ("upsert", upsertions)):
+            for entry in requested:
+                changes.setdefault(entry["name"], []).append((kind, entry))
+        results, changed = [], False
+        for name, steps in changes.items():
+            error = self._check(name, steps)
+            if error is not None:
+                results.append(_result(name, *error))
+                continue
+            for kind, item in steps:
+                mechanism = MECHANISMS[item["mechanism"]]
+                if kind == "delete":
+                    del self.users[name][mechanism]
+                    if not self.users[name]:
+                        del self.users[name]
+                else:
+                    credential = ScramCredential.from_salted_password(
+                        mechanism, bytes(item["salt"]), bytes(item["salted_password"]), item["iterations"]
+                    )
+                    self.users.setdefault(name, {})[mechanism] = credential
+            changed = True
+            results.append(_result(name, ErrorCode.NONE, None))
+        if changed:
+            self._save()
+            log.info("scram_credentials_altered", users=sorted(changes), results=len(results))
+        return results
+
+    def _check(self, name: str, items: list[tuple[str, dict[str, Any]]]) -> tuple[ErrorCode, str] | None:
+        if not name:
+            return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+        mechanisms = [item["mechanism"] for _, item in items]
+        if len(set(mechanisms)) != len(mechanisms):
+            return ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request"
+        for kind, item in items:
+            mechanism = MECHANISMS.get(item["mechanism"])
+            if mechanism is None:
+                return ErrorCode.UNSUPPORTED_SASL_MECHANISM, "Unknown SCRAM mechanism"
+            if kind == "delete" and self.get(name, mechanism) is None:
+                return ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+            if kind == "upsert":
+                if item["iterations"] < MIN_ITERATIONS:
+                    return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Too few iterations (at least {MIN_ITERATIONS})"
+                if item["iterations"] > MAX_ITERATIONS:
+                    return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"Too many iterations (at most {MAX_ITERATIONS})"
+                if not item["salt"] or not item["salted_password"]:
+                    return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Salt and salted password must not be empty"
+        return None
+
+    def _save(self) -> None:
+        data = {
+            "version": 1,
+            "users": {u: {m: c.to_json() for m, c in ms.items()} for u, ms in sorted(self.users.items())},
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomically(self.path, json.dumps(data, indent=1).encode())
+
+
+def _result(name: str, error: ErrorCode, message: str | None) -> dict[str, Any]:
+    return {"user": name, "error_code": int(error), "error_message": message, "credential_infos": []}
+
+
+class ScramFailure(Exception):
+    """The exchange failed; the message is what the client is told."""
+
+
+class ScramServer:
+    """The server's side of one SCRAM exchange: client-first -> server-first, client-final -> server-final."""
+
+    def __init__(self, mechanism: str, store: ScramStore) -> None:
+        self.mechanism = mechanism
+        self.store = store
+        self.user: str | None = None
+        self.done = False
+        self._credential: ScramCredential | None = None
+        self._gs2_header = ""
+        self._client_first_bare = ""
+        self._server_first = ""
+        self._nonce = ""
+
+    def step(self, message: bytes) -> bytes:
+        """The answer to the client's next message; raises ScramFailure."""
+        try:
+            text = bytes(message).decode("utf-8")
+        except UnicodeDecodeError:
+            raise ScramFailure("Invalid SCRAM message") from None
+        if self._credential is None:
+            return self._client_first(text).encode()
+        return self._client_final(text).encode()
+
+    def _client_first(self, text: str) -> str:
+        flag, _, rest = text.partition(",")
+        authzid, _, bare = rest.partition(",")
+        if flag not in ("n", "y") or (authzid and not authzid.startswith("a=")):
+            raise ScramFailure("Invalid SCRAM client first message (channel binding is not supported)")
+        attributes = _attributes(bare)
+        user, client_nonce = attributes.get("n"), attributes.get("r")
+        if user is None or not client_nonce:
+            raise ScramFailure("Invalid SCRAM client first message")
+        user = _saslname(user)
+        if authzid and _saslname(authzid[2:]) != user:
+            raise ScramFailure("Authentication failed: authorization id must equal the user name")
+        credential = self.store.get(user, self.mechanism)
+        if credential is None:
+            raise ScramFailure(
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+            )
+        self.user, self._credential = user, credential
+        self._gs2_header = f"{flag},{authzid},"
+        self._client_first_bare = bare
+        self._nonce = client_nonce + secrets.token_urlsafe(18)
+        salt = base64.b64encode(credential.salt).decode()
+        self._server_first = f"r={self._nonce},s={salt},i={credential.iterations}"
+        return self._server_first
+
+    def _client_final(self, text: str) -> str:
+        credential = self._credential
+        assert credential is not None
+        without_proof, _, proof_part = text.rpartition(",p=")
+        attributes = _attributes(without_proof)
+        if not proof_part or attributes.get("r") != self._nonce:
+            raise ScramFailure("Invalid SCRAM client final message")
+        if attributes.get("c") != base64.b64encode(self._gs2_header.encode()).decode():
+            raise ScramFailure("Invalid SCRAM client final message: channel binding does not match")
+        try:
+            proof = base64.b64decode(proof_part, validate=True)
+        except ValueError:
+            raise ScramFailure("Invalid SCRAM client proof") from None
+        digest = HASHES[self.mechanism]
+        auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
+        signature = hmac.digest(credential.stored_key, auth_message, digest)
+        if len(proof) != len(signature):
+            raise ScramFailure("Invalid SCRAM client proof")
+        client_key = bytes(a ^ b for a, b in zip(proof, signature, strict=True))
+        if not hmac.compare_digest(hashlib.new(digest, client_key).digest(), credential.stored_key):
+            raise ScramFailure(
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+            )
+        self.done = True
+        server_signature = hmac.digest(credential.server_key, auth_message, digest)
+        return "v=" + base64.b64encode(server_signature).decode()
+
+
+def _attributes(text: str) -> dict[str, str]:
+    result: dict[str, str] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        if sep and len(key) == 1:
+            result.setdefault(key, value)
+    return result
+
+
+def _saslname(text: str) -> str:
+    return text.replace("=2C", ",").replace("=3D", "=")
