@@ -207,6 +207,8 @@ class SharePartition:
             count = batch.last_offset - batch.first_offset + 1
             if count <= 0 or batch.first_offset <= previous_last or len(batch.types) not in (1, count):
                 return ErrorCode.INVALID_REQUEST
+            if batch.first_offset < self.start_offset or batch.last_offset >= self.end_offset:
+                return ErrorCode.INVALID_RECORD_STATE  # outside the window (checked first: a range costs nothing)
             previous_last = batch.last_offset
             try:
                 types = [AcknowledgeType(t) for t in batch.types]
