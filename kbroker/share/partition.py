@@ -49,6 +49,7 @@ class AcknowledgeType(IntEnum):
 
 
 TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+MAX_RESTORED_WINDOW = 100_000
 _AFTER_ACK = {
     AcknowledgeType.GAP: RecordState.ARCHIVED,
     AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
@@ -287,6 +288,9 @@ class SharePartition:
         """Rebuild from persisted state: offsets not named between the start offset and the last batch are
         AVAILABLE with delivery count 0 (they were never persisted as delivered)."""
         partition = cls(start_offset, config)
+        # a window is never longer than max_record_locks (at most 10000); anything beyond is not state we wrote
+        bound = start_offset + MAX_RESTORED_WINDOW
+        batches = [b for b in batches if b.first_offset <= b.last_offset < bound]
         end = max([start_offset] + [b.last_offset + 1 for b in batches])
         states: dict[int, tuple[RecordState, int]] = {}
         for batch in batches:

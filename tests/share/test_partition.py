@@ -256,3 +256,8 @@ def test_a_huge_acknowledgement_range_is_refused_at_once() -> None:
     assert sp.acknowledge("a", [ack(0, 2**62, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
     assert sp.acknowledge("a", [ack(-5, 1, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
     assert sp.state_of(0) == (RecordState.ACQUIRED, 1)
+
+
+def test_restore_ignores_runs_no_window_could_hold() -> None:
+    restored = SharePartition.restore(0, [StateBatch(5, 2**60, RecordState.ACKNOWLEDGED, 1)], CONFIG)
+    assert (restored.start_offset, restored.end_offset) == (0, 0)
