@@ -167,3 +167,32 @@ def test_a_deleted_topic_leaves_no_share_state(broker: BrokerProcess, raw: RawCl
     after = share_fetch(raw, group, "m1", 1, tid, max_wait_ms=0)
     assert after["error_code"] == 0
     assert [p["error_code"] for t in after["responses"] for p in t["partitions"]] == [ErrorCode.UNKNOWN_TOPIC_ID]
+
+
+def test_classic_and_share_groups_share_one_namespace(broker: BrokerProcess, raw: RawClient) -> None:
+    """As Apache Kafka 4.3.1 answers (checked against it): JoinGroup on a share group's id is
+    INCONSISTENT_GROUP_PROTOCOL, ShareGroupHeartbeat on a classic group's id GROUP_ID_NOT_FOUND."""
+    topic, share_group, classic_group = unique_topic("share"), unique_topic("sg"), unique_topic("cg")
+    create_topic(raw, topic)
+    join(raw, share_group, "m1", topic)
+    body = {
+        "group_id": share_group,
+        "session_timeout_ms": 10000,
+        "rebalance_timeout_ms": 10000,
+        "member_id": "",
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": b""}],
+        "reason": None,
+    }
+    assert raw.call(ApiKey.JOIN_GROUP, 9, body)["error_code"] == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    body["group_id"] = classic_group
+    member_id = raw.call(ApiKey.JOIN_GROUP, 9, body)["member_id"]  # MEMBER_ID_REQUIRED
+    body["member_id"] = member_id
+    assert raw.call(ApiKey.JOIN_GROUP, 9, body)["error_code"] == 0
+    heartbeat = {"group_id": classic_group, "member_id": "x" * 22, "member_epoch": 0, "rack_id": None}
+    answer = raw.call(ApiKey.SHARE_GROUP_HEARTBEAT, 1, {**heartbeat, "subscribed_topic_names": [topic]})
+    assert (answer["error_code"], answer["error_message"]) == (
+        ErrorCode.GROUP_ID_NOT_FOUND,
+        f"Group {classic_group} is not a share group.",
+    )
