@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from kbroker.config import BrokerConfig
+from kbroker.config_repository import CLUSTER_DEFAULT, ConfigRepository
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
 from kbroker.log.checkpoint import write_atomically
 from kbroker.txn.producer_ids import ProducerIdManager
@@ -41,6 +42,7 @@ class Broker:
     logs: LogManager
     cluster_id: str = ""
     started_at_ms: int = 0
+    dynamic_configs: ConfigRepository = field(default_factory=ConfigRepository)  # <data-dir>/dynamic-configs.json
     fetch_waiters: FetchWaiters = field(init=False)  # long-poll fetches, woken by every partition's appends
     producer_ids: ProducerIdManager = field(init=False)  # <data-dir>/producer-id-block
     groups: GroupRuntime | None = None  # set once the group coordinator has loaded (group_runtime())
@@ -63,6 +65,20 @@ class Broker:
     @property
     def advertised_port(self) -> int:
         return self.config.advertised.port
+
+
+def with_dynamic_configs(config: BrokerConfig, repository: ConfigRepository) -> BrokerConfig:
+    """`config` with the repository's dynamic broker configs for this node and the cluster default."""
+    return config.with_dynamic(
+        repository.broker_configs(CLUSTER_DEFAULT), repository.broker_configs(str(config.node_id))
+    )
+
+
+def reconfigure(broker: Broker) -> None:
+    """Apply the repository's dynamic broker configs now: the config handlers read, and the topic
+    defaults of every running log (retention, segment size, message size, ...), as Kafka applies them."""
+    broker.config = with_dynamic_configs(broker.config, broker.dynamic_configs)
+    broker.logs.set_default_config(LogConfig.from_properties(broker.config.topic_defaults()))
 
 
 def new_log_manager(config: BrokerConfig) -> LogManager:

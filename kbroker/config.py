@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from kbroker.config_defs import (
     BROKER_PROPERTIES,
+    DYNAMIC_BROKER_CONFIGS,
     TOPIC_PROPERTIES,
     BrokerProperty,
     ConfigError,
@@ -56,6 +57,8 @@ class ConfigSource(IntEnum):
     STATIC_BROKER_CONFIG = 4
     DEFAULT_CONFIG = 5
     DYNAMIC_BROKER_LOGGER_CONFIG = 6
+    CLIENT_METRICS_CONFIG = 7
+    GROUP_CONFIG = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -218,9 +221,23 @@ class BrokerConfig:
     `listen`, `advertised` and `data_dir` come from the command line when given there, else from
     `listeners`, `advertised.listeners` and `log.dirs`/`log.dir`. An advertised port of 0 (listening on
     port 0) means "whatever port was bound": the server calls `with_listen_port(bound)`.
+
+    Dynamic configs (KIP-226) lie over the static ones: `with_dynamic(cluster_default, per_broker)`
+    returns the config with those raw values applied, in Kafka's precedence: per broker, then the
+    cluster default, then static (server.properties, --config, flags), then Kafka's default.
+    Names kbroker does not know are kept and reported (with no value), as Kafka does.
     """
 
-    __slots__ = ("_values", "_explicit", "listen", "advertised", "data_dir")
+    __slots__ = (
+        "_static",
+        "_values",
+        "_explicit",
+        "_dynamic_default",
+        "_dynamic_broker",
+        "listen",
+        "advertised",
+        "data_dir",
+    )
 
     def __init__(
         self,
@@ -229,9 +246,19 @@ class BrokerConfig:
         listen: Endpoint,
         advertised: Endpoint,
         data_dir: Path,
+        dynamic_default: Mapping[str, str] | None = None,
+        dynamic_broker: Mapping[str, str] | None = None,
     ) -> None:
-        self._values = dict(values)
+        self._static = dict(values)
         self._explicit = dict(explicit)
+        self._dynamic_default = dict(dynamic_default or {})
+        self._dynamic_broker = dict(dynamic_broker or {})
+        self._values = dict(self._static)
+        for layer in (self._dynamic_default, self._dynamic_broker):
+            for name, raw in layer.items():
+                prop = BROKER_PROPERTIES.get(name)
+                if prop is not None:
+                    self._values[name] = prop.parse(raw)
         self.listen = listen
         self.advertised = advertised
         self.data_dir = data_dir
@@ -294,7 +321,27 @@ class BrokerConfig:
         return name in self._explicit
 
     def source(self, name: str) -> ConfigSource:
+        if name in self._dynamic_broker:
+            return ConfigSource.DYNAMIC_BROKER_CONFIG
+        if name in self._dynamic_default:
+            return ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
         return ConfigSource.STATIC_BROKER_CONFIG if self.is_set(name) else ConfigSource.DEFAULT_CONFIG
+
+    # ----- dynamic configs
+
+    def with_dynamic(self, cluster_default: Mapping[str, str], per_broker: Mapping[str, str]) -> BrokerConfig:
+        """This config with the given dynamic layers (raw strings; ConfigError on a bad value)."""
+        return BrokerConfig(
+            self._static, self._explicit, self.listen, self.advertised, self.data_dir, cluster_default, per_broker
+        )
+
+    @property
+    def dynamic_default(self) -> Mapping[str, str]:
+        return dict(self._dynamic_default)
+
+    @property
+    def dynamic_broker(self) -> Mapping[str, str]:
+        return dict(self._dynamic_broker)
 
     @property
     def explicit(self) -> Mapping[str, str]:
@@ -320,10 +367,12 @@ class BrokerConfig:
         if advertised.port == 0:
             advertised = Endpoint(advertised.host, port)
         listen = Endpoint(self.listen.host, port)
-        values, explicit = dict(self._values), dict(self._explicit)
+        values, explicit = dict(self._static), dict(self._explicit)
         if self.listen.port == 0 and "listeners" in explicit:
             _record(values, explicit, "listeners", f"PLAINTEXT://{listen}")
-        return BrokerConfig(values, explicit, listen, advertised, self.data_dir)
+        return BrokerConfig(
+            values, explicit, listen, advertised, self.data_dir, self._dynamic_default, self._dynamic_broker
+        )
 
     # ----- topic-level defaults
 
@@ -353,7 +402,8 @@ class BrokerConfig:
                 raise ConfigError(f"invalid value {self._explicit.get(source)} for {source}: {rule} (Kafka's rule)")
 
     def _topic_default(self, prop: TopicProperty) -> Value:
-        candidates = [s for s in prop.synonyms if s.name in self._explicit]
+        given = self._explicit.keys() | self._dynamic_default.keys() | self._dynamic_broker.keys()
+        candidates = [s for s in prop.synonyms if s.name in given]
         candidates += [s for s in prop.synonyms if self._values[s.name] is not None]
         synonym = candidates[0]
         value = self._values[synonym.name]
@@ -368,17 +418,49 @@ class BrokerConfig:
     # ----- DescribeConfigs
 
     def broker_entries(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
-        """DescribeConfigs rows for this broker (all non-ignored properties, or `names`)."""
-        wanted = list(names) if names is not None else [n for n, p in BROKER_PROPERTIES.items() if not p.ignored]
+        """DescribeConfigs rows for this broker (all non-ignored properties and dynamic unknown names, or
+        `names`, which may include dynamic unknown names)."""
+        if names is None:
+            wanted = [n for n, p in BROKER_PROPERTIES.items() if not p.ignored] + self._unknown_dynamic()
+        else:
+            wanted = list(names)
         entries = []
         for name in wanted:
             prop = BROKER_PROPERTIES.get(name)
             if prop is None:
-                raise ConfigError(f"unknown broker config {name!r}{suggest(name, BROKER_PROPERTIES)}")
+                if name not in self._unknown_dynamic():
+                    raise ConfigError(f"unknown broker config {name!r}{suggest(name, BROKER_PROPERTIES)}")
+                synonyms = self._synonyms([name], name)
+                entries.append(ConfigEntry(name, None, synonyms[0].source, ConfigType.UNKNOWN, "", True, synonyms))
+                continue
             value = render_value(self._values[name])
-            synonyms = self._synonyms(_group_of(prop)) or (ConfigSynonym(name, value, self.source(name)),)
-            entries.append(ConfigEntry(name, value, self.source(name), prop.type, prop.doc, True, synonyms))
+            synonyms = self._synonyms(_group_of(prop) or [name], name)
+            source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
+            read_only = name not in DYNAMIC_BROKER_CONFIGS
+            entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, read_only, synonyms))
         return entries
+
+    def cluster_default_entries(self) -> list[ConfigEntry]:
+        """DescribeConfigs rows of the cluster-wide dynamic default (an empty broker name): only the names
+        set there, each with only its dynamic-default synonyms."""
+        entries = []
+        for name, raw in self._dynamic_default.items():
+            prop = BROKER_PROPERTIES.get(name)
+            names = (_group_of(prop) or [name]) if prop is not None else [name]
+            synonyms = tuple(
+                s for s in self._synonyms(names, name) if s.source is ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG
+            )
+            if prop is None:
+                entries.append(ConfigEntry(name, None, synonyms[0].source, ConfigType.UNKNOWN, "", True, synonyms))
+            else:
+                value = render_value(prop.parse(raw))
+                read_only = name not in DYNAMIC_BROKER_CONFIGS
+                entries.append(ConfigEntry(name, value, synonyms[0].source, prop.type, prop.doc, read_only, synonyms))
+        return entries
+
+    def _unknown_dynamic(self) -> list[str]:
+        names = dict.fromkeys([*self._dynamic_broker, *self._dynamic_default])
+        return [n for n in names if n not in BROKER_PROPERTIES]
 
     def topic_entries(self, overrides: Mapping[str, str] | None = None) -> list[ConfigEntry]:
         """DescribeConfigs rows for a topic with the given explicit (TOPIC_CONFIG) overrides."""
@@ -387,22 +469,37 @@ class BrokerConfig:
         entries = []
         for name, prop in TOPIC_PROPERTIES.items():
             value = render_value(typed[name])
-            synonyms = self._synonyms([s.name for s in prop.synonyms])
+            synonyms = self._synonyms([s.name for s in prop.synonyms], prop.synonyms[0].name)
             if name in overrides:
                 synonyms = (ConfigSynonym(name, value, ConfigSource.TOPIC_CONFIG), *synonyms)
-            source = synonyms[0].source
+            source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG
             entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, False, synonyms))
         return entries
 
-    def _synonyms(self, names: list[str]) -> tuple[ConfigSynonym, ...]:
-        """Kafka's synonym order: by precedence of name, each name's explicit value before its default."""
-        result = []
+    def _synonyms(self, names: list[str], described: str) -> tuple[ConfigSynonym, ...]:
+        """Kafka's ConfigHelper order: the values of `names` (synonyms in precedence order) grouped by
+        source (dynamic per broker, dynamic default, static, default), then everything before the first
+        entry for `described` dropped. So retention.ms, whose primary broker name log.retention.ms is
+        unset, lists no synonym from log.retention.hours, exactly as Kafka answers."""
+        result: list[ConfigSynonym] = []
+        for source, layer in (
+            (ConfigSource.DYNAMIC_BROKER_CONFIG, self._dynamic_broker),
+            (ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG, self._dynamic_default),
+        ):
+            for name in names:
+                if name in layer:
+                    prop = BROKER_PROPERTIES.get(name)
+                    value = render_value(prop.parse(layer[name])) if prop is not None else None
+                    result.append(ConfigSynonym(name, value, source))
         for name in names:
             if name in self._explicit:
-                result.append(ConfigSynonym(name, render_value(self._values[name]), ConfigSource.STATIC_BROKER_CONFIG))
-            default = BROKER_PROPERTIES[name].default
-            if default is not None:
-                result.append(ConfigSynonym(name, render_value(default), ConfigSource.DEFAULT_CONFIG))
+                result.append(ConfigSynonym(name, render_value(self._static[name]), ConfigSource.STATIC_BROKER_CONFIG))
+        for name in names:
+            prop = BROKER_PROPERTIES.get(name)
+            if prop is not None and prop.default is not None:
+                result.append(ConfigSynonym(name, render_value(prop.default), ConfigSource.DEFAULT_CONFIG))
+        while result and result[0].name != described:
+            result.pop(0)
         return tuple(result)
 
     def __repr__(self) -> str:

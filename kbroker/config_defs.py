@@ -28,6 +28,7 @@ class ConfigError(ValueError):
 class ConfigType(IntEnum):
     """Property types, numbered as DescribeConfigs (v3+) reports them."""
 
+    UNKNOWN = 0
     BOOLEAN = 1
     STRING = 2
     INT = 3
@@ -220,6 +221,9 @@ _POSITIVE = Range(1)
 _NO_CONTROLLER = "kbroker is one process with no KRaft controller or replication; accepted and ignored"
 _NO_THREADS = "kbroker runs one event loop, so thread counts do not apply; accepted and ignored"
 _SINGLE_NODE_RF = "kbroker is a single node, so internal state has one replica; accepted and ignored"
+_GROUP_CONFIG_ONLY = (
+    "used for the GROUP config resource only: the consumer rebalance protocol (KIP-848) is not implemented yet"
+)
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
 
 
@@ -374,6 +378,18 @@ _GROUPS = [
     _p("offset.metadata.max.bytes", INT, 4096, "Largest metadata string stored with a committed offset."),
     _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
        _POSITIVE),
+    _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+    _p("group.consumer.min.session.timeout.ms", INT, 45000, "Least consumer.session.timeout.ms a group may set.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+    _p("group.consumer.max.session.timeout.ms", INT, 60000, "Most consumer.session.timeout.ms a group may set.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+    _p("group.consumer.heartbeat.interval.ms", INT, 5000, "Default of the consumer.heartbeat.interval.ms group config.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+    _p("group.consumer.min.heartbeat.interval.ms", INT, 5000, "Least consumer.heartbeat.interval.ms a group may set.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+    _p("group.consumer.max.heartbeat.interval.ms", INT, 15000, "Most consumer.heartbeat.interval.ms a group may set.",
+       _POSITIVE, note=_GROUP_CONFIG_ONLY),
 ]
 
 _TRANSACTIONS = [
@@ -446,6 +462,46 @@ SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
 )
 
+
+# Broker properties an IncrementalAlterConfigs/AlterConfigs may change at run time, per broker or as the
+# cluster default: those Kafka 4.3 updates dynamically (its DescribeConfigs read_only=false) that kbroker
+# applies at once too. The topic defaults reach every partition log; the thread counts have no effect in
+# kbroker, dynamic or static. Kafka's other dynamic configs (listeners, connection quotas,
+# producer.id.expiration.ms, SSL/SASL, log cleaner, tiered storage) are read-only here.
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+    {
+        "compression.gzip.level",
+        "compression.lz4.level",
+        "compression.type",
+        "compression.zstd.level",
+        "log.cleaner.delete.retention.ms",
+        "log.cleaner.max.compaction.lag.ms",
+        "log.cleaner.min.cleanable.ratio",
+        "log.cleaner.min.compaction.lag.ms",
+        "log.cleanup.policy",
+        "log.flush.interval.messages",
+        "log.flush.interval.ms",
+        "log.index.interval.bytes",
+        "log.index.size.max.bytes",
+        "log.message.timestamp.after.max.ms",
+        "log.message.timestamp.before.max.ms",
+        "log.message.timestamp.type",
+        "log.preallocate",
+        "log.retention.bytes",
+        "log.retention.ms",
+        "log.roll.jitter.ms",
+        "log.roll.ms",
+        "log.segment.bytes",
+        "log.segment.delete.delay.ms",
+        "message.max.bytes",
+        "min.insync.replicas",
+        "num.io.threads",
+        "num.network.threads",
+        "num.recovery.threads.per.data.dir",
+        "num.replica.fetchers",
+        "unclean.leader.election.enable",
+    }
+)
 
 # --------------------------------------------------------------------------- the topic table
 
@@ -527,6 +583,54 @@ _TOPIC_LIST = [
 TOPIC_PROPERTIES: dict[str, TopicProperty] = {t.name: t for t in _TOPIC_LIST}
 
 assert all(s.name in BROKER_PROPERTIES for t in _TOPIC_LIST for s in t.synonyms)
+assert DYNAMIC_BROKER_CONFIGS <= BROKER_PROPERTIES.keys()
+
+
+# --------------------------------------------------------------------------- the group table
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProperty:
+    """One GROUP resource config (KIP-848's group configs): its broker default and the broker bounds."""
+
+    name: str
+    type: ConfigType
+    doc: str
+    default_from: str  # the broker property giving its default
+    min_from: str | None = None  # the broker property it must be at least
+    max_from: str | None = None  # the broker property it must be at most
+
+    def parse(self, raw: str) -> Value:
+        return parse_value(self.name, self.type, raw)
+
+
+# Kafka 4.3 also has share.* (share groups) and streams.* (Streams groups) configs: a module adding those
+# groups adds its rows here.
+GROUP_PROPERTIES: dict[str, GroupProperty] = {
+    g.name: g
+    for g in (
+        GroupProperty(
+            "consumer.session.timeout.ms",
+            INT,
+            "Session timeout of the members of a consumer-protocol group.",
+            "group.consumer.session.timeout.ms",
+            "group.consumer.min.session.timeout.ms",
+            "group.consumer.max.session.timeout.ms",
+        ),
+        GroupProperty(
+            "consumer.heartbeat.interval.ms",
+            INT,
+            "Heartbeat interval of the members of a consumer-protocol group.",
+            "group.consumer.heartbeat.interval.ms",
+            "group.consumer.min.heartbeat.interval.ms",
+            "group.consumer.max.heartbeat.interval.ms",
+        ),
+    )
+}
+
+assert all(
+    n in BROKER_PROPERTIES for g in GROUP_PROPERTIES.values() for n in (g.default_from, g.min_from, g.max_from) if n
+)
 
 #: Kafka topic configs kbroker does not support: refused by CreateTopics/AlterConfigs with that reason.
 UNSUPPORTED_TOPIC_CONFIGS = (

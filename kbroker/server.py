@@ -15,8 +15,9 @@ from typing import Any
 
 import structlog
 
-from kbroker.broker import Broker, load_cluster_id, new_log_manager
-from kbroker.config import BrokerConfig
+from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
+from kbroker.config import BrokerConfig, ConfigError
+from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import load_handlers
@@ -40,7 +41,7 @@ def run(config: BrokerConfig) -> int:
         runner = asyncio.run
     try:
         return int(runner(serve(config)))
-    except OSError as exc:
+    except (OSError, ConfigError) as exc:
         log.error("broker_failed", error=str(exc))
         return 1
 
@@ -62,10 +63,18 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     if config.listen.port == 0:
         config = config.with_listen_port(bound_port)
     handlers = load_handlers()
+    dynamic_configs = ConfigRepository.load(config.data_dir)
+    config = with_dynamic_configs(config, dynamic_configs)
     logs = new_log_manager(config)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
-    broker = Broker(config=config, logs=logs, cluster_id=cluster_id, started_at_ms=int(time.time() * 1000))
+    broker = Broker(
+        config=config,
+        logs=logs,
+        cluster_id=cluster_id,
+        started_at_ms=int(time.time() * 1000),
+        dynamic_configs=dynamic_configs,
+    )
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)

@@ -4,6 +4,7 @@
 Usage from the command line::
 
     scripts/kafka_ref.py fetch            # resolve the jars into the cache and print the classpath dir
+    scripts/kafka_ref.py tools            # resolve Kafka's command-line tools (kafka-tools) too
     scripts/kafka_ref.py run --port 19092  # run until Ctrl-C / SIGTERM
     scripts/kafka_ref.py exec -- CMD ...   # run CMD with KBROKER_BOOTSTRAP set to a fresh Kafka, then stop it
 
@@ -105,6 +106,41 @@ def ensure_jars(version: str = KAFKA_VERSION) -> Path:
     (home / "log4j2.xml").write_text(LOG4J2_CONFIG)
     marker.write_text(version + "\n")
     return libs
+
+
+TOOLS_POM_TEMPLATE = """<?xml version="1.0" encoding="UTF-8"?>
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>kbroker.bench</groupId>
+  <artifactId>kafka-tools-ref</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-tools</artifactId><version>{version}</version></dependency>
+    <dependency><groupId>org.slf4j</groupId><artifactId>slf4j-nop</artifactId><version>1.7.36</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def ensure_tools(version: str = KAFKA_VERSION) -> tuple[Path, Path]:
+    """Resolve Kafka's command-line tools once (the cache scripts/bench/compare_generators shares).
+
+    Returns two libs directories: kafka-tools' (org.apache.kafka.tools.*: TopicCommand, GetOffsetShell,
+    LogDirsCommand, TransactionsCommand, FeatureCommand, ...) and the server's (kafka.admin.ConfigCommand,
+    which lives in the kafka_2.13 jar).
+    """
+    server_libs = ensure_jars(version)
+    home = CACHE_ROOT / f"kafka-tools-{version}"
+    libs = home / "libs"
+    marker = home / ".complete"
+    if not marker.exists():
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "pom.xml").write_text(TOOLS_POM_TEMPLATE.format(version=version))
+        command = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
+        subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
+        marker.touch()
+    return libs, server_libs
 
 
 def free_port() -> int:
@@ -256,6 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("fetch", help="resolve the Kafka jars into the cache")
+    sub.add_parser("tools", help="resolve Kafka's command-line tools into the cache")
     run = sub.add_parser("run", help="run a single-node Kafka until interrupted")
     run.add_argument("--port", type=int, default=19092)
     run_command = sub.add_parser("exec", help="run a command against a fresh Kafka (KBROKER_BOOTSTRAP is set)")
@@ -264,6 +301,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "fetch":
         print(ensure_jars())
+        return 0
+    if args.command == "tools":
+        print(*ensure_tools(), sep="\n")
         return 0
     if args.command == "exec":
         return exec_against_kafka(args.port, args.argv)

@@ -179,7 +179,7 @@ def test_sources_tell_explicit_from_default() -> None:
     assert config.explicit == {"num.partitions": "1"}
 
 
-def test_broker_entries_exclude_ignored_properties_and_are_read_only() -> None:
+def test_broker_entries_exclude_ignored_properties_and_only_dynamic_ones_are_writable() -> None:
     config = build(num_partitions="4", num_network_threads="3")
     entries = {e.name: e for e in config.broker_entries()}
     assert "num.network.threads" not in entries
@@ -187,7 +187,9 @@ def test_broker_entries_exclude_ignored_properties_and_are_read_only() -> None:
     assert entries["num.partitions"].source is ConfigSource.STATIC_BROKER_CONFIG
     assert entries["num.partitions"].type is ConfigType.INT
     assert entries["log.retention.ms"].value is None
-    assert all(e.read_only for e in entries.values())
+    # Kafka 4.3 updates log.retention.ms dynamically, not log.retention.hours or num.partitions
+    assert not entries["log.retention.ms"].read_only
+    assert entries["log.retention.hours"].read_only and entries["num.partitions"].read_only
     assert config.ignored_settings() == ["num.network.threads"]
 
 
@@ -254,18 +256,22 @@ def test_unset_synonyms_fall_back_in_order() -> None:
 
 
 def test_topic_entries_report_sources_and_synonyms() -> None:
-    config = build(log_retention_minutes="5")
+    config = build(log_retention_minutes="5", log_roll_ms="7200000")
     entries = {e.name: e for e in config.topic_entries({"segment.bytes": "2097152"})}
     retention = entries["retention.ms"]
-    assert (retention.value, retention.source) == ("300000", ConfigSource.STATIC_BROKER_CONFIG)
-    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
-        ("log.retention.minutes", "5", ConfigSource.STATIC_BROKER_CONFIG),
-        ("log.retention.hours", "336", ConfigSource.DEFAULT_CONFIG),
+    # Kafka's ConfigHelper drops the synonyms listed before the primary broker name (log.retention.ms, unset
+    # here), so the derived value is reported with no synonym and as a default, as Kafka 4.3 answers.
+    assert (retention.value, retention.source, retention.synonyms) == ("300000", ConfigSource.DEFAULT_CONFIG, ())
+    roll = entries["segment.ms"]
+    assert (roll.value, roll.source) == ("7200000", ConfigSource.STATIC_BROKER_CONFIG)
+    assert [(s.name, s.value, s.source) for s in roll.synonyms] == [
+        ("log.roll.ms", "7200000", ConfigSource.STATIC_BROKER_CONFIG),
+        ("log.roll.hours", "168", ConfigSource.DEFAULT_CONFIG),
     ]
     segment = entries["segment.bytes"]
     assert (segment.value, segment.source) == ("2097152", ConfigSource.TOPIC_CONFIG)
     assert segment.synonyms[0].name == "segment.bytes"
-    assert entries["segment.ms"].source is ConfigSource.DEFAULT_CONFIG
+    assert entries["segment.jitter.ms"].source is ConfigSource.DEFAULT_CONFIG
     assert not any(e.read_only for e in entries.values())
 
 

@@ -164,22 +164,5 @@ def check_broker_name(broker: Broker, name: str) -> None:
         )
 
 
-def static_broker_configs_error(names: Iterable[str]) -> KafkaProtocolError:
-    """kbroker has no dynamic broker configs: Kafka's answer for configs it cannot update at runtime."""
-    listed = ", ".join(sorted(set(names)))
-    return fail(
-        ErrorCode.INVALID_REQUEST,
-        f"Cannot update these configs dynamically: [{listed}]. kbroker's broker configs are static: "
-        "set them in server.properties or with --config and restart (topic configs can be altered).",
-    )
-
-
-def broker_logger_error() -> KafkaProtocolError:
-    return fail(
-        ErrorCode.INVALID_REQUEST,
-        "BROKER_LOGGER resources are not supported: kbroker's log level is set with --log-level at start.",
-    )
-
-
 def result_error(exc: KafkaProtocolError) -> dict[str, Any]:
     return {"error_code": int(exc.code), "error_message": exc.message}

@@ -1,9 +1,10 @@
-"""DescribeCluster (60) v0-1: the cluster id, the controller and the live brokers (this node).
+"""DescribeCluster (60) v0-2: the cluster id, the controller and the live brokers (this node).
 
 kbroker is a broker endpoint (endpoint type 1); a request for controllers (2) gets Kafka's
 MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0), an unknown type UNSUPPORTED_ENDPOINT_TYPE.
 Without an authorizer every cluster operation is allowed, so when asked the authorized
-operations are all of the CLUSTER resource's.
+operations are all of the CLUSTER resource's. v2 may ask for fenced brokers too (KIP-1073): this node
+is never fenced, so the answer is the same, with is_fenced false.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
 
-@handles(ApiKey.DESCRIBE_CLUSTER, "0-1")
+@handles(ApiKey.DESCRIBE_CLUSTER, "0-2")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     endpoint_type = request["endpoint_type"]
     if endpoint_type not in (ENDPOINT_BROKER, ENDPOINT_CONTROLLER):
@@ -46,7 +47,13 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "brokers": [
-            {"broker_id": broker.node_id, "host": broker.advertised_host, "port": broker.advertised_port, "rack": None}
+            {
+                "broker_id": broker.node_id,
+                "host": broker.advertised_host,
+                "port": broker.advertised_port,
+                "rack": None,
+                "is_fenced": False,
+            }
         ],
         "cluster_authorized_operations": operations,
     }

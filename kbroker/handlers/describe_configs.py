@@ -1,10 +1,12 @@
-"""DescribeConfigs (32) v1-4: the configs of topics (2) and of this broker (4).
+"""DescribeConfigs (32) v1-4: the configs of topics (2), of this broker (4) or the cluster-wide
+dynamic default (4, empty name), of loggers (BROKER_LOGGER, 8) and of groups (32).
 
 Each entry carries its value, its source as Kafka reports it (TOPIC_CONFIG for a topic override,
-STATIC_BROKER_CONFIG for a value set in server.properties, --config or a command-line flag,
-DEFAULT_CONFIG otherwise), read_only (every broker config: kbroker has no dynamic broker configs),
-synonyms in Kafka's precedence order when asked (v1+), and the type and documentation (v3+).
-Names asked for that do not exist are left out, as Kafka does. BROKER_LOGGER (8) is refused.
+DYNAMIC_BROKER_CONFIG / DYNAMIC_DEFAULT_BROKER_CONFIG for a dynamic broker config, STATIC_BROKER_CONFIG
+for a value set in server.properties, --config or a command-line flag, GROUP_CONFIG for a group
+override, DEFAULT_CONFIG otherwise), read_only (false for the broker configs that can be altered at
+run time), synonyms in Kafka's order when asked (v1+), and the type and documentation (v3+).
+Names asked for that do not exist are left out, as Kafka does.
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from typing import Any
 
 from kbroker.config import BROKER_PROPERTIES, ConfigEntry
 from kbroker.context import RequestContext
+from kbroker.handlers._broker_loggers import logger_entries
+from kbroker.handlers._group_configs import group_config_entries
 from kbroker.handlers._topic_admin import (
     ResourceType,
-    broker_logger_error,
     check_broker_name,
     check_topic_name,
     fail,
@@ -60,13 +63,20 @@ def _entries(ctx: RequestContext, resource_type: int, name: str, wanted: list[st
     if resource_type == ResourceType.BROKER:
         check_broker_name(broker, name)
         if not name:
-            return []  # the cluster-wide dynamic defaults: kbroker has none
+            entries = broker.config.cluster_default_entries()
+            return entries if wanted is None else [e for e in entries if e.name in wanted]
         if wanted is None:
             return broker.config.broker_entries()
-        # Named properties kbroker accepts but ignores are shown too; unknown names are left out.
-        return broker.config.broker_entries([n for n in dict.fromkeys(wanted) if n in BROKER_PROPERTIES])
+        # Named properties kbroker accepts but ignores are shown too; unknown names are left out
+        # unless set dynamically.
+        dynamic = {**broker.config.dynamic_default, **broker.config.dynamic_broker}
+        named = [n for n in dict.fromkeys(wanted) if n in BROKER_PROPERTIES or n in dynamic]
+        return broker.config.broker_entries(named)
     if resource_type == ResourceType.BROKER_LOGGER:
-        raise broker_logger_error()
+        return logger_entries(ctx, name, wanted)
+    if resource_type == ResourceType.GROUP:
+        entries = group_config_entries(ctx, name)
+        return entries if wanted is None else [e for e in entries if e.name in wanted]
     raise fail(ErrorCode.INVALID_REQUEST, f"Unsupported resource type: {resource_type_name(resource_type)}")
 
 

@@ -1,11 +1,16 @@
-"""ListTransactions (66): transactional ids, filtered by state names, producer ids and (v1) duration.
+"""ListTransactions (66): transactional ids, filtered by state names, producer ids, (v1) duration and
+(v2, KIP-1152) a transactional id pattern.
 
 Unknown state names are echoed in unknown_state_filters, as Kafka does; with any
-unknown filter nothing matches it.
+unknown filter nothing matches it. The pattern must match the whole transactional id (Java's
+Matcher.matches); null or empty lists everything; one that does not compile answers
+INVALID_REGULAR_EXPRESSION. Patterns are Python regular expressions, which agree with Java's on
+the common constructs.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from kbroker.context import RequestContext
@@ -13,11 +18,17 @@ from kbroker.handlers.registry import handles
 from kbroker.txn.runtime import transaction_coordinator
 from kbroker.txn.transaction import TxnState
 from protocol.api_keys import ApiKey
-from protocol.errors import KafkaProtocolError
+from protocol.errors import ErrorCode, KafkaProtocolError
 
 
-@handles(ApiKey.LIST_TRANSACTIONS, "0-1")
+@handles(ApiKey.LIST_TRANSACTIONS, "0-2")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    pattern = None
+    if request["transactional_id_pattern"]:
+        try:
+            pattern = re.compile(request["transactional_id_pattern"])
+        except re.error:
+            return _response(int(ErrorCode.INVALID_REGULAR_EXPRESSION), [], [])
     try:
         coordinator = transaction_coordinator(ctx.broker)
     except KafkaProtocolError as failure:
@@ -31,6 +42,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     listed = [
         {"transactional_id": m.transactional_id, "producer_id": m.producer_id, "transaction_state": m.state.label}
         for m in sorted(found, key=lambda m: m.transactional_id)
+        if pattern is None or pattern.fullmatch(m.transactional_id)
     ]
     return _response(0, unknown, listed)
 

@@ -286,6 +286,16 @@ class LogManager:
                 unified.local.update_config(config)
         return metadata
 
+    def set_default_config(self, config: LogConfig) -> None:
+        """New broker-level topic defaults (dynamic broker configs): every topic's config is derived
+        again from its overrides and applied to its running logs at once."""
+        self.default_config = config
+        for name in self._configs:
+            metadata = self._topics.get(name)
+            self._configs[name] = LogConfig.from_properties(metadata.configs if metadata else {}, config)
+        for (topic, _), unified in self._logs.items():
+            unified.local.update_config(self._configs[topic])
+
     def delete_topic(self, name: str) -> None:
         """Rename the partition directories to *-delete (readers keep their files for
         file.delete.delay.ms), then remove the metadata."""

@@ -2,12 +2,12 @@
 
 from protocol.schema.types import F, request, response
 
-# Kafka defines versions 0-2 (2 reports fenced brokers); we serve 0-1.
+# Version 2 adds fenced brokers (KIP-1073).
 
 REQUEST = request(
     "DescribeClusterRequest",
     60,
-    "0-1",
+    "0-2",
     "0+",
     [
         F("include_cluster_authorized_operations", "bool", "0+"),
@@ -20,7 +20,7 @@ REQUEST = request(
 RESPONSE = response(
     "DescribeClusterResponse",
     60,
-    "0-1",
+    "0-2",
     "0+",
     [
         F("throttle_time_ms", "int32", "0+"),

@@ -2,12 +2,12 @@
 
 from protocol.schema.types import F, request, response
 
-# Kafka defines versions 0-2 (2 filters by a transactional id pattern); we serve 0-1.
+# Version 2 filters by a transactional id pattern (KIP-1152).
 
 REQUEST = request(
     "ListTransactionsRequest",
     66,
-    "0-1",
+    "0-2",
     "0+",
     [
         F("state_filters", "[]string", "0+"),
@@ -21,7 +21,7 @@ REQUEST = request(
 RESPONSE = response(
     "ListTransactionsResponse",
     66,
-    "0-1",
+    "0-2",
     "0+",
     [
         F("throttle_time_ms", "int32", "0+"),

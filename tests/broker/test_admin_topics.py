@@ -401,9 +401,10 @@ def test_create_partitions_errors(raw: RawClient) -> None:
 # --------------------------------------------------------------------------- DescribeCluster, raw protocol
 
 
-@pytest.mark.parametrize("version", [0, 1])
+@pytest.mark.parametrize("version", [0, 1, 2])
 def test_describe_cluster(raw: RawClient, broker: BrokerProcess, version: int) -> None:
-    response = raw.call(ApiKey.DESCRIBE_CLUSTER, version, {"include_cluster_authorized_operations": False})
+    body = {"include_cluster_authorized_operations": False, "include_fenced_brokers": version >= 2}
+    response = raw.call(ApiKey.DESCRIBE_CLUSTER, version, body)
     assert response["error_code"] == 0
     assert response["controller_id"] == 1
     assert [(b["broker_id"], b["host"], b["port"]) for b in response["brokers"]] == [(1, "127.0.0.1", broker.port)]
@@ -412,6 +413,8 @@ def test_describe_cluster(raw: RawClient, broker: BrokerProcess, version: int) -
     assert response["cluster_authorized_operations"] == -(2**31)
     if version >= 1:
         assert response["endpoint_type"] == 1
+    if version >= 2:
+        assert [b["is_fenced"] for b in response["brokers"]] == [False]  # this node is never fenced
 
 
 def test_describe_cluster_operations_and_endpoint_types(raw: RawClient) -> None:

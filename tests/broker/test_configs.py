@@ -124,9 +124,9 @@ def test_topic_sources_and_synonyms(raw: RawClient) -> None:
     retention = configs["retention.ms"]
     assert (retention["value"], retention["config_source"], retention["read_only"]) == ("60000", SOURCE_TOPIC, False)
     synonyms = [(s["name"], s["source"]) for s in retention["synonyms"]]
-    # Kafka 4.3 lists only ("retention.ms", 1) here: its ConfigHelper drops the synonyms ranked before the
-    # first one carrying the primary broker name (log.retention.ms, unset). kbroker lists every one with a value.
-    assert synonyms == [("retention.ms", SOURCE_TOPIC), ("log.retention.hours", SOURCE_DEFAULT)]
+    # As Kafka 4.3: its ConfigHelper drops the broker synonyms ranked before the first one carrying the
+    # primary broker name (log.retention.ms, unset), so log.retention.hours is not listed.
+    assert synonyms == [("retention.ms", SOURCE_TOPIC)]
     assert retention["synonyms"][0]["value"] == "60000"
     segment = configs["segment.bytes"]
     assert (segment["value"], segment["config_source"]) == ("1073741824", SOURCE_DEFAULT)
@@ -192,7 +192,8 @@ def test_old_version_and_several_resources(raw: RawClient) -> None:
     }
     first, missing = raw.call(ApiKey.DESCRIBE_CONFIGS, 1, body)["results"]
     (config,) = first["configs"]
-    assert (config["value"], config["config_source"], len(config["synonyms"])) == ("100000", SOURCE_TOPIC, 2)
+    # log.roll.hours is dropped: the primary broker name log.roll.ms is unset (Kafka's ConfigHelper)
+    assert (config["value"], config["config_source"], len(config["synonyms"])) == ("100000", SOURCE_TOPIC, 1)
     assert (missing["error_code"], missing["configs"]) == (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, [])
 
 
@@ -201,8 +202,10 @@ def test_describe_errors(raw: RawClient) -> None:
     for rtype, name, fragment in [
         (BROKER, "2", "Unexpected broker id, expected 1"),
         (BROKER, "one", "must be an integer"),
-        (BROKER_LOGGER, "1", "BROKER_LOGGER"),
-        (GROUP, "g", "Unsupported resource type"),
+        (BROKER_LOGGER, "", "Broker id must not be empty"),
+        (BROKER_LOGGER, "2", "Unexpected broker id, expected 1"),
+        (GROUP, "", "Group name must not be empty"),
+        (16, "m", "Unsupported resource type"),
     ]:
         result = describe(raw, rtype, name)
         assert result["error_code"] == ErrorCode.INVALID_REQUEST, result
@@ -213,7 +216,9 @@ def test_broker_configs(raw: RawClient, broker: BrokerProcess) -> None:
     result = describe(raw, BROKER, "1", synonyms=True, documentation=True)
     assert result["error_code"] == 0
     configs = {c["name"]: c for c in result["configs"]}
-    assert all(c["read_only"] for c in configs.values())
+    writable = {name for name, c in configs.items() if not c["read_only"]}
+    assert "log.retention.ms" in writable and "message.max.bytes" in writable
+    assert not writable & {"log.retention.hours", "num.partitions", "listeners", "node.id"}
     assert (configs["listeners"]["value"], configs["listeners"]["config_source"]) == (
         f"PLAINTEXT://{broker.bootstrap}",
         SOURCE_STATIC,
@@ -261,10 +266,11 @@ def test_alter_configs_errors(raw: RawClient) -> None:
         (TOPIC, absent, {"nope": "1"}, ErrorCode.INVALID_CONFIG, "nope"),
         (TOPIC, "", {}, ErrorCode.INVALID_REQUEST, "Default topic resources are not allowed."),
         (TOPIC, "a b", {}, ErrorCode.INVALID_TOPIC_EXCEPTION, "Topic name is invalid"),
-        (BROKER, "1", {"log.retention.ms": "1"}, ErrorCode.INVALID_REQUEST, "Cannot update these configs dynamically"),
-        (BROKER, "", {"num.partitions": "3"}, ErrorCode.INVALID_REQUEST, "kbroker's broker configs are static"),
+        (BROKER, "1", {"log.retention.hours": "1"}, ErrorCode.INVALID_REQUEST, "Cannot update these configs dynam"),
+        (BROKER, "", {"num.partitions": "3"}, ErrorCode.INVALID_REQUEST, "dynamically: [num.partitions]"),
+        (BROKER, "", {"log.retention.ms": "soon"}, ErrorCode.INVALID_REQUEST, "Invalid value soon for configuration"),
         (BROKER, "9", {}, ErrorCode.INVALID_REQUEST, "Unexpected broker id"),
-        (BROKER_LOGGER, "1", {"root": "DEBUG"}, ErrorCode.INVALID_REQUEST, "BROKER_LOGGER"),
+        (BROKER_LOGGER, "1", {"root": "DEBUG"}, ErrorCode.INVALID_REQUEST, "does not support the resource type"),
     ]
     for rtype, resource, configs, code, fragment in cases:
         result = alter_one(raw, rtype, resource, configs)
@@ -339,9 +345,9 @@ def test_incremental_errors(raw: RawClient) -> None:
         result = incremental(raw, TOPIC, name, ops)
         assert result["error_code"] == code, (ops, result)
         assert fragment in result["error_message"], result
-    broker = incremental(raw, BROKER, "1", [("log.retention.ms", SET, "1")])
+    broker = incremental(raw, BROKER, "1", [("log.retention.hours", SET, "1")])
     assert broker["error_code"] == ErrorCode.INVALID_REQUEST
-    logger = incremental(raw, BROKER_LOGGER, "1", [("kbroker", SET, "DEBUG")])
+    logger = incremental(raw, BROKER_LOGGER, "1", [("kbroker", APPEND, "DEBUG")])
     assert logger["error_code"] == ErrorCode.INVALID_REQUEST
     absent = incremental(raw, TOPIC, unique_topic("absent"), [("retention.ms", SET, "1")])
     assert absent["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
@@ -492,7 +498,7 @@ def test_confluent_configs(broker: BrokerProcess) -> None:
     broker_change = ConfigResource(
         ResourceType.BROKER,
         "1",
-        incremental_configs=[ConfigEntry("log.retention.ms", "1", incremental_operation=AlterConfigOpType.SET)],
+        incremental_configs=[ConfigEntry("log.retention.hours", "1", incremental_operation=AlterConfigOpType.SET)],
     )
     (future,) = admin.incremental_alter_configs([broker_change]).values()
     assert confluent_error(future)[0] == ErrorCode.INVALID_REQUEST

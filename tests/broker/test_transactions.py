@@ -289,6 +289,13 @@ def test_tooling_apis(raw: RawClient) -> None:
     )
     assert listed["unknown_state_filters"] == ["Bogus"]
     assert [(t["transactional_id"], t["transaction_state"]) for t in listed["transaction_states"]] == [(tid, "Ongoing")]
+    # v2's pattern must match the whole id, as Java's Matcher.matches (checked against Kafka 4.3.1)
+    for pattern, expected in [(tid, [tid]), (tid[:-1], []), (tid[:-1] + ".", [tid]), ("", [tid]), (None, [tid])]:
+        body = {"state_filters": [], "producer_id_filters": [pid], "duration_filter": -1}
+        listed = raw.call(ApiKey.LIST_TRANSACTIONS, 2, {**body, "transactional_id_pattern": pattern})
+        assert [t["transactional_id"] for t in listed["transaction_states"]] == expected, pattern
+    invalid = {"state_filters": [], "producer_id_filters": [], "duration_filter": -1, "transactional_id_pattern": "["}
+    assert raw.call(ApiKey.LIST_TRANSACTIONS, 2, invalid)["error_code"] == E.INVALID_REGULAR_EXPRESSION
     producers = raw.call(ApiKey.DESCRIBE_PRODUCERS, 0, {"topics": [{"name": topic, "partition_indexes": [0, 9]}]})
     found, missing = producers["topics"][0]["partitions"]
     assert missing["error_code"] == E.UNKNOWN_TOPIC_OR_PARTITION
