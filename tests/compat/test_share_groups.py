@@ -47,9 +47,9 @@ def _setup(bootstrap: str, partitions: int) -> tuple[str, str]:
 
 def _kafka_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
     """Apache Kafka only: group configs with Kafka's own ConfigCommand (its jars from scripts/kafka_ref.py)."""
-    from scripts.kafka_ref import ensure_jars
+    from scripts.kafka_ref import ensure_tools
 
-    libs = ensure_jars()
+    _, libs = ensure_tools()
     pairs = ",".join(f"{k}={v}" for k, v in configs.items())
     subprocess.run(
         ["java", "-cp", f"{libs}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap]
