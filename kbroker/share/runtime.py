@@ -74,7 +74,17 @@ class ShareRuntime:
     # ------------------------------------------------------------------ settings
 
     def settings(self, group_id: str) -> ShareGroupSettings:
-        return ShareGroupSettings(self.partition_config)
+        """The group's share.* configs (the GROUP config resource) over the broker's group.share.* defaults."""
+        overrides = self.broker.dynamic_configs.group_configs(group_id)
+        if not overrides:
+            return ShareGroupSettings(self.partition_config)
+        base = self.partition_config
+        partition = SharePartitionConfig(
+            record_lock_duration_ms=int(overrides.get("share.record.lock.duration.ms", base.record_lock_duration_ms)),
+            delivery_count_limit=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
+            max_record_locks=int(overrides.get("share.partition.max.record.locks", base.max_record_locks)),
+        )
+        return ShareGroupSettings(partition, overrides.get("share.auto.offset.reset", LATEST).strip())
 
     def _partition_count(self, topic: str) -> int:
         metadata = self.broker.logs.topic(topic)
@@ -111,6 +121,8 @@ class ShareRuntime:
             self._dirty.add(key)  # the start offset chosen now must survive a restart
             self._persist_later()
             log.info("share_partition_initialised", group=group_id, topic=topic, partition=index, start_offset=start)
+        else:
+            partition.config = self.settings(group_id).partition  # group configs apply from the next use on
         partition.move_to_log_start(partition_log.log_start_offset)
         return partition
 

@@ -196,3 +196,26 @@ def test_classic_and_share_groups_share_one_namespace(broker: BrokerProcess, raw
         ErrorCode.GROUP_ID_NOT_FOUND,
         f"Group {classic_group} is not a share group.",
     )
+
+
+def test_group_configs_earliest_and_a_lower_delivery_limit(broker: BrokerProcess, raw: RawClient) -> None:
+    topic, group = unique_topic("share"), unique_topic("sg")
+    create_topic(raw, topic)
+    tid = topic_id(raw, topic)
+    assert produce(raw, topic, batch_of(2))["error_code"] == 0  # before the group exists
+    configs = [
+        {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"},
+        {"name": "share.delivery.count.limit", "config_operation": 0, "value": "2"},
+    ]
+    body = {"resources": [{"resource_type": 32, "resource_name": group, "configs": configs}], "validate_only": False}
+    altered = raw.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
+    assert altered["responses"][0]["error_code"] == 0, altered
+    bad = [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "sometimes"}]
+    body = {"resources": [{"resource_type": 32, "resource_name": group, "configs": bad}], "validate_only": True}
+    assert raw.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
+    join(raw, group, "m1", topic)
+    assert acquired(share_fetch(raw, group, "m1", 0, tid)) == [(0, 1), (1, 1)]  # earliest
+    share_acknowledge(raw, group, "m1", 1, tid, [(0, 1, RELEASE)])
+    assert acquired(share_fetch(raw, group, "m1", 2, tid)) == [(0, 2), (1, 2)]
+    share_acknowledge(raw, group, "m1", 3, tid, [(0, 1, RELEASE)])  # the second delivery was the last
+    assert acquired(share_fetch(raw, group, "m1", 4, tid, max_wait_ms=0)) == []

@@ -7,6 +7,7 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kbroker.config_repository import ConfigRepository
 from kbroker.log import AppendOrigin, LogConfig, LogManager
 from kbroker.share.coordinator import HeartbeatRequest, ShareCoordinatorConfig
 from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType, RecordState, SharePartitionConfig
@@ -18,10 +19,11 @@ from tests.group.fakes import FakeClock
 
 @dataclass(eq=False)
 class BrokerParts:
-    """What the runtime uses of the Broker: its logs and its fetch waiters."""
+    """What the runtime uses of the Broker: its logs, its fetch waiters and its group configs."""
 
     logs: LogManager
     fetch_waiters: FetchWaiters = field(default_factory=FetchWaiters)
+    dynamic_configs: ConfigRepository = field(default_factory=ConfigRepository)
 
 
 def runtime_on(data_dir: Path, clock: FakeClock) -> tuple[LogManager, ShareRuntime]:
