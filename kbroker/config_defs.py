@@ -675,6 +675,15 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             default="latest",
             validator=OneOf(("latest", "earliest")),
         ),
+        GroupProperty(
+            "share.isolation.level",
+            STR,
+            "read_committed: the group receives records of committed transactions only, below the last stable "
+            "offset; read_uncommitted: every record.",
+            None,
+            default="read_uncommitted",
+            validator=OneOf(("read_committed", "read_uncommitted")),
+        ),
     )
 }
 

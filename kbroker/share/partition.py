@@ -234,6 +234,21 @@ class SharePartition:
         self._advance_start()
         return ErrorCode.NONE
 
+    def archive_acquired(self, member_id: str, first: int, last: int) -> int:
+        """Archive what `member_id` just acquired in first..last (records of aborted transactions, which a
+        read_committed group never delivers); how many."""
+        archived = 0
+        for offset in range(max(first, self.start_offset), min(last, self.end_offset - 1) + 1):
+            record = self._records.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                record.state = RecordState.ARCHIVED
+                record.member_id = ""
+                record.deadline = 0
+                archived += 1
+        if archived:
+            self._advance_start()
+        return archived
+
     # ------------------------------------------------------------------ release
 
     def expire_locks(self, now: int) -> int:

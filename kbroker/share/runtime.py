@@ -45,6 +45,7 @@ class ShareGroupSettings:
 
     partition: SharePartitionConfig
     auto_offset_reset: str = LATEST
+    read_committed: bool = False  # share.isolation.level
 
 
 class ShareRuntime:
@@ -84,7 +85,11 @@ class ShareRuntime:
             delivery_count_limit=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
             max_record_locks=int(overrides.get("share.partition.max.record.locks", base.max_record_locks)),
         )
-        return ShareGroupSettings(partition, overrides.get("share.auto.offset.reset", LATEST).strip())
+        return ShareGroupSettings(
+            partition,
+            overrides.get("share.auto.offset.reset", LATEST).strip(),
+            overrides.get("share.isolation.level", "read_uncommitted").strip() == "read_committed",
+        )
 
     def _partition_count(self, topic: str) -> int:
         metadata = self.broker.logs.topic(topic)

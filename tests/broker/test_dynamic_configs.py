@@ -137,6 +137,7 @@ def test_group_configs(raw: RawClient) -> None:
         "share.delivery.count.limit",
         "share.partition.max.record.locks",
         "share.auto.offset.reset",
+        "share.isolation.level",
     }
     session = configs["consumer.session.timeout.ms"]
     assert (session["value"], session["config_source"], session["read_only"]) == ("45000", DEFAULT, False)

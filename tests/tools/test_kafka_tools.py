@@ -323,6 +323,7 @@ def test_configs_groups(tools: Tools) -> None:
         "share.delivery.count.limit",
         "share.partition.max.record.locks",
         "share.auto.offset.reset",
+        "share.isolation.level",
     }
     refused = tools.both(
         CONFIG_COMMAND, *group, "--alter", "--add-config", "consumer.session.timeout.ms=1000", check=False
