@@ -443,6 +443,14 @@ _SHARE_GROUPS = [
     _p("group.share.partition.max.record.locks", INT, 2000, "Most in-flight records of one share partition "
        "(share.partition.max.record.locks per group).", Range(100, 10000)),
     _p("group.share.max.size", INT, 200, "Most members in one share group.", Range(1, 1000)),
+    _p("group.share.min.session.timeout.ms", INT, 45000, "Smallest share.session.timeout.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.max.session.timeout.ms", INT, 60000, "Largest share.session.timeout.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.min.heartbeat.interval.ms", INT, 5000, "Smallest share.heartbeat.interval.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.max.heartbeat.interval.ms", INT, 15000, "Largest share.heartbeat.interval.ms a group may set.",
+       _POSITIVE),
     _p("group.share.min.record.lock.duration.ms", INT, 15000, "Smallest share.record.lock.duration.ms a group may "
        "set.", Range(1000, 3600000)),
     _p("group.share.max.record.lock.duration.ms", INT, 60000, "Largest share.record.lock.duration.ms a group may "
@@ -642,7 +650,23 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms",
         ),
-        # share groups (KIP-932), read by kbroker/share when a share partition is used
+        # share groups (KIP-932), read by kbroker/share (membership at each heartbeat, share partitions at each use)
+        GroupProperty(
+            "share.session.timeout.ms",
+            INT,
+            "Session timeout of the members of a share group.",
+            "group.share.session.timeout.ms",
+            "group.share.min.session.timeout.ms",
+            "group.share.max.session.timeout.ms",
+        ),
+        GroupProperty(
+            "share.heartbeat.interval.ms",
+            INT,
+            "Heartbeat interval of the members of a share group.",
+            "group.share.heartbeat.interval.ms",
+            "group.share.min.heartbeat.interval.ms",
+            "group.share.max.heartbeat.interval.ms",
+        ),
         GroupProperty(
             "share.record.lock.duration.ms",
             INT,

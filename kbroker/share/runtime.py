@@ -63,7 +63,7 @@ class ShareRuntime:
         self._background: set[asyncio.Task[None]] = set()
         self.clock = clock
         self.partition_config = partition_config
-        self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count)
+        self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count, self._coordinator_config)
         self.sessions = ShareSessions()
         self.partitions: dict[GroupPartition, SharePartition] = {}
         self._dirty: set[GroupPartition] = set()
@@ -89,6 +89,18 @@ class ShareRuntime:
             partition,
             overrides.get("share.auto.offset.reset", LATEST).strip(),
             overrides.get("share.isolation.level", "read_uncommitted").strip() == "read_committed",
+        )
+
+    def _coordinator_config(self, group_id: str) -> ShareCoordinatorConfig:
+        """The group's share.session.timeout.ms and share.heartbeat.interval.ms over the broker's defaults."""
+        base = self.coordinator.config
+        overrides = self.broker.dynamic_configs.group_configs(group_id)
+        if not overrides:
+            return base
+        return ShareCoordinatorConfig(
+            session_timeout_ms=int(overrides.get("share.session.timeout.ms", base.session_timeout_ms)),
+            heartbeat_interval_ms=int(overrides.get("share.heartbeat.interval.ms", base.heartbeat_interval_ms)),
+            max_size=base.max_size,
         )
 
     def _partition_count(self, topic: str) -> int:

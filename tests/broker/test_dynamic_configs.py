@@ -133,6 +133,8 @@ def test_group_configs(raw: RawClient) -> None:
     assert set(configs) == {
         "consumer.session.timeout.ms",
         "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
         "share.record.lock.duration.ms",
         "share.delivery.count.limit",
         "share.partition.max.record.locks",

@@ -206,6 +206,7 @@ def test_group_configs_earliest_and_a_lower_delivery_limit(broker: BrokerProcess
     configs = [
         {"name": "share.auto.offset.reset", "config_operation": 0, "value": "earliest"},
         {"name": "share.delivery.count.limit", "config_operation": 0, "value": "2"},
+        {"name": "share.heartbeat.interval.ms", "config_operation": 0, "value": "7000"},
     ]
     body = {"resources": [{"resource_type": 32, "resource_name": group, "configs": configs}], "validate_only": False}
     altered = raw.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)
@@ -213,7 +214,7 @@ def test_group_configs_earliest_and_a_lower_delivery_limit(broker: BrokerProcess
     bad = [{"name": "share.auto.offset.reset", "config_operation": 0, "value": "sometimes"}]
     body = {"resources": [{"resource_type": 32, "resource_name": group, "configs": bad}], "validate_only": True}
     assert raw.call(ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, body)["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
-    join(raw, group, "m1", topic)
+    assert join(raw, group, "m1", topic)["heartbeat_interval_ms"] == 7000
     assert acquired(share_fetch(raw, group, "m1", 0, tid)) == [(0, 1), (1, 1)]  # earliest
     share_acknowledge(raw, group, "m1", 1, tid, [(0, 1, RELEASE)])
     assert acquired(share_fetch(raw, group, "m1", 2, tid)) == [(0, 2), (1, 2)]

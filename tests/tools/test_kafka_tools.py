@@ -319,6 +319,8 @@ def test_configs_groups(tools: Tools) -> None:
     assert set(lines["kbroker"]) == {
         "consumer.session.timeout.ms",
         "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
         "share.record.lock.duration.ms",
         "share.delivery.count.limit",
         "share.partition.max.record.locks",
