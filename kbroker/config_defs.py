@@ -343,8 +343,8 @@ _LOG = [
        OneOf(("CreateTime", "LogAppendTime")), topic="message.timestamp.type"),
     _p("log.message.timestamp.before.max.ms", LONG, LONG_MAX, "How far (ms) a CreateTime may lie before the broker's "
        "clock.", _NON_NEGATIVE, topic="message.timestamp.before.max.ms"),
-    _p("log.message.timestamp.after.max.ms", LONG, LONG_MAX, "How far (ms) a CreateTime may lie after the broker's clock.",
-       _NON_NEGATIVE, topic="message.timestamp.after.max.ms"),
+    _p("log.message.timestamp.after.max.ms", LONG, 3600000, "How far (ms) a CreateTime may lie after the broker's "
+       "clock (Kafka 4's default: one hour).", _NON_NEGATIVE, topic="message.timestamp.after.max.ms"),
     _p("log.cleaner.delete.retention.ms", LONG, 86400000, "How long tombstones are kept in compacted topics.",
        _NON_NEGATIVE, topic="delete.retention.ms"),
     _p("log.cleaner.min.compaction.lag.ms", LONG, 0, "Least age of a record before it may be compacted.", _NON_NEGATIVE,
@@ -731,8 +731,6 @@ UNSUPPORTED_TOPIC_CONFIGS = (
             "max.compaction.lag.ms",
             "message.downconversion.enable",
             "message.format.version",
-            "message.timestamp.after.max.ms",
-            "message.timestamp.before.max.ms",
             "message.timestamp.difference.max.ms",
             "min.cleanable.dirty.ratio",
             "min.compaction.lag.ms",

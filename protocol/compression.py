@@ -25,7 +25,7 @@ from collections.abc import Callable
 
 import cramjam
 
-from protocol.records import InvalidRecordError
+from protocol.errors import InvalidRecordError
 
 NONE = 0
 GZIP = 1
@@ -218,13 +218,79 @@ def snappy_xerial_compress(data: Buffer) -> bytes:
 def lz4_decompress(data: Buffer, max_size: int = MAX_DECOMPRESSED_SIZE) -> bytes:
     """Decode an LZ4 frame, rejecting a declared content size over the limit first."""
     declared = lz4_declared_size(data)
-    return _bounded_decompress(cramjam.lz4.decompress_into, "lz4", data, max_size, declared)
+    bound = lz4_size_bound(data) if declared is None else None
+    return _bounded_decompress(cramjam.lz4.decompress_into, "lz4", data, max_size, declared, bound)
 
 
 def zstd_decompress(data: Buffer, max_size: int = MAX_DECOMPRESSED_SIZE) -> bytes:
     """Decode zstd frames, rejecting a declared frame content size over the limit first."""
     declared = zstd_declared_size(data)
-    return _bounded_decompress(cramjam.zstd.decompress_into, "zstd", data, max_size, declared)
+    bound = zstd_size_bound(data) if declared is None else None
+    return _bounded_decompress(cramjam.zstd.decompress_into, "zstd", data, max_size, declared, bound)
+
+
+# Without a declared content size (Java's KafkaLZ4BlockOutputStream and zstd-jni's streams write
+# none), the output buffer is sized from the blocks' headers: each block decompresses to at most
+# the frame's block size (lz4) or 128 KiB (zstd), a stored block to its own size. One header read
+# per block (64 KiB to 4 MiB of output), instead of guessing and zeroing 8x the input.
+
+_LZ4_BLOCK_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
+_ZSTD_BLOCK_MAX = 128 << 10
+
+
+def lz4_size_bound(data: Buffer) -> int | None:
+    """An upper bound of what the LZ4 frames in ``data`` decompress to, from their block headers; None if unsure."""
+    position, end, total = 0, len(data), 0
+    while position < end:
+        if end - position < 7 or bytes(data[position : position + 4]) != LZ4_FRAME_MAGIC:
+            return None
+        flags, block_id = data[position + 4], (data[position + 5] >> 4) & 0x07
+        block_max = _LZ4_BLOCK_SIZES.get(block_id)
+        if block_max is None:
+            return None
+        position += 7 + (8 if flags & 0x08 else 0) + (4 if flags & 0x01 else 0)
+        while True:
+            if end - position < 4:
+                return None
+            word = int.from_bytes(data[position : position + 4], "little")
+            position += 4
+            if word == 0:
+                break
+            size = word & 0x7FFFFFFF
+            total += size if word & 0x80000000 else block_max
+            position += size + (4 if flags & 0x10 else 0)
+        position += 4 if flags & 0x04 else 0
+    return total
+
+
+def zstd_size_bound(data: Buffer) -> int | None:
+    """An upper bound of what the zstd frames in ``data`` decompress to, from their block headers; None if unsure."""
+    position, end, total = 0, len(data), 0
+    while position < end:
+        if end - position < 6 or bytes(data[position : position + 4]) != ZSTD_FRAME_MAGIC:
+            return None
+        descriptor = data[position + 4]
+        single_segment = bool(descriptor & 0x20)
+        size_width = (1 if single_segment else 0, 2, 4, 8)[descriptor >> 6]
+        position += 5 + (0 if single_segment else 1) + (0, 1, 2, 4)[descriptor & 0x03] + size_width
+        while True:
+            if end - position < 3:
+                return None
+            header = int.from_bytes(data[position : position + 3], "little")
+            position += 3
+            kind, size = (header >> 1) & 0x03, header >> 3
+            if kind == 0:  # raw
+                total, position = total + size, position + size
+            elif kind == 1:  # RLE: one byte repeated size times
+                total, position = total + size, position + 1
+            elif kind == 2:  # compressed
+                total, position = total + _ZSTD_BLOCK_MAX, position + size
+            else:
+                return None
+            if header & 1:
+                break
+        position += 4 if descriptor & 0x04 else 0
+    return total
 
 
 def lz4_declared_size(data: Buffer) -> int | None:
@@ -260,12 +326,15 @@ def _bounded_decompress(
     data: Buffer,
     max_size: int,
     declared: int | None,
+    bound: int | None = None,
 ) -> bytes:
     """Decode into a fixed buffer, growing it geometrically up to max_size + 1."""
     if declared is not None and declared > max_size:
         raise DecompressedSizeError(f"{name} frame declares {declared} bytes, over the limit of {max_size}")
     if declared is not None:
         capacity = declared + 1
+    elif bound is not None:
+        capacity = bound + 1
     else:
         capacity = max(_MIN_OUTPUT_GUESS, len(data) * _GUESS_RATIO)
     capacity = min(capacity, max_size + 1)

@@ -2,6 +2,8 @@
 
 `ErrorCode` is the table itself (an IntEnum whose members carry `retriable` and `message`);
 `error_info` looks a code up; `KafkaProtocolError` is what handlers raise to answer with a code.
+`InvalidRecordError` (and `CorruptRecordError`) are what the record batch codec raises on malformed
+records (`protocol.records`, `protocol.compression`, `protocol.record_walk`).
 The retriable flag follows Kafka's Java client: true when the code's exception is a RetriableException.
 """
 
@@ -187,3 +189,11 @@ class KafkaProtocolError(Exception):
     @property
     def retriable(self) -> bool:
         return self.code.retriable
+
+
+class InvalidRecordError(ValueError):
+    """A record batch or one of its records is malformed (Kafka's InvalidRecordException)."""
+
+
+class CorruptRecordError(InvalidRecordError):
+    """The batch's CRC-32C does not match its contents (Kafka's CorruptRecordException)."""

@@ -92,6 +92,15 @@ def blob_length(blob: Any) -> int:
 
 
 # -- varints ---------------------------------------------------------------
+#
+# The one implementation of the protocol's variable-length integers. Unsigned varints frame the
+# flexible versions (compact lengths, tagged fields); zigzag varints and varlongs are the fields of
+# records (protocol.records, protocol.record_walk, protocol.record_builder). The zigzag decoders
+# read as Java's ByteUtils does: at most 5 bytes (10 for a varlong), the value wrapped to 32 (64)
+# bits like Java's int (long), so a record means here exactly what it means to Kafka.
+
+_UINT32_MASK = 0xFFFFFFFF
+_UINT64_MASK = 0xFFFFFFFFFFFFFFFF
 
 
 def read_uvarint(buf: Buffer, pos: int, max_shift: int = 28) -> tuple[int, int]:
@@ -112,10 +121,6 @@ def read_uvarint(buf: Buffer, pos: int, max_shift: int = 28) -> tuple[int, int]:
             raise DecodeError(f"varint longer than {max_shift // 7 + 1} bytes")
 
 
-def read_uvarlong(buf: Buffer, pos: int) -> tuple[int, int]:
-    return read_uvarint(buf, pos, 63)
-
-
 def encode_uvarint(value: int) -> bytes:
     if value < 0:
         raise ValueError(f"unsigned varint cannot encode {value}")
@@ -130,26 +135,26 @@ def encode_uvarint(value: int) -> bytes:
 
 
 def read_varint(buf: Buffer, pos: int) -> tuple[int, int]:
-    """Zigzag-encoded signed varint (record fields)."""
+    """A zigzag varint (a record's int32 field): at most 5 bytes, wrapped to 32 bits as Java does."""
     raw, pos = read_uvarint(buf, pos)
+    raw &= _UINT32_MASK
     return (raw >> 1) ^ -(raw & 1), pos
 
 
 def read_varlong(buf: Buffer, pos: int) -> tuple[int, int]:
-    raw, pos = read_uvarlong(buf, pos)
+    """A zigzag varlong (a record's int64 field): at most 10 bytes, wrapped to 64 bits as Java does."""
+    raw, pos = read_uvarint(buf, pos, 63)
+    raw &= _UINT64_MASK
     return (raw >> 1) ^ -(raw & 1), pos
 
 
-def encode_varint(value: int) -> bytes:
-    return encode_uvarint((value << 1) ^ (value >> 31) if -(1 << 31) <= value < (1 << 31) else _zz64(value))
-
-
-def encode_varlong(value: int) -> bytes:
-    return encode_uvarint(_zz64(value))
-
-
-def _zz64(value: int) -> int:
-    return ((value << 1) ^ (value >> 63)) & 0xFFFFFFFFFFFFFFFF
+def write_varint(out: bytearray, value: int) -> None:
+    """Append ``value`` zigzag-encoded (any value of the int32 or int64 range)."""
+    raw = ((value << 1) ^ (value >> 63)) & _UINT64_MASK
+    while raw >= 0x80:
+        out.append((raw & 0x7F) | 0x80)
+        raw >>= 7
+    out.append(raw)
 
 
 # -- fixed width -------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import crc32c
 
 from protocol import compression
+from protocol.primitives import write_varint
 from protocol.records import (
     CONTROL_BIT,
     CRC_START,
@@ -158,15 +159,6 @@ def encode_record(out: bytearray, record: SimpleRecord, offset_delta: int, times
         _write_nullable_bytes(body, header_value)
     write_varint(out, len(body))
     out += body
-
-
-def write_varint(out: bytearray, value: int) -> None:
-    """Append ``value`` zigzag-encoded (works for varint and varlong ranges)."""
-    raw = (value << 1) ^ (value >> 63)
-    while raw >= 0x80:
-        out.append((raw & 0x7F) | 0x80)
-        raw >>= 7
-    out.append(raw)
 
 
 def _write_nullable_bytes(out: bytearray, data: bytes | None) -> None:

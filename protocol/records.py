@@ -31,6 +31,10 @@ from typing import NamedTuple
 
 import crc32c
 
+from protocol import compression
+from protocol.errors import CorruptRecordError, InvalidRecordError
+from protocol.primitives import DecodeError, read_varint, read_varlong
+
 HEADER = struct.Struct(">qiiBIhiqqqhii")
 HEADER_SIZE = HEADER.size  # 61
 LOG_OVERHEAD = 12  # base_offset + batch_length
@@ -98,14 +102,6 @@ class EndTransactionMarker:
     type: ControlRecordType
     coordinator_epoch: int
     offset: int
-
-
-class InvalidRecordError(ValueError):
-    """A batch is malformed: wrong magic, bad length, or a failed CRC."""
-
-
-class CorruptRecordError(InvalidRecordError):
-    """The batch's CRC-32C does not match its contents."""
 
 
 class RecordBatch:
@@ -264,15 +260,16 @@ class RecordBatch:
         position = 0
         end = len(data)
         for _ in range(count):
-            record, position = _read_record(data, position, end, self.base_offset, self.base_timestamp, append_time)
+            try:
+                record, position = _read_record(data, position, end, self.base_offset, self.base_timestamp, append_time)
+            except DecodeError as error:
+                raise InvalidRecordError(f"malformed record: {error}") from None
             yield record
         if position != end:
             raise InvalidRecordError(f"{end - position} bytes remain after the batch's {count} records")
 
     def records_data(self, max_decompressed_size: int | None = None) -> bytes:
         """The records' bytes, decompressed (at most max_decompressed_size bytes)."""
-        from protocol import compression
-
         limit = compression.MAX_DECOMPRESSED_SIZE if max_decompressed_size is None else max_decompressed_size
         codec = self.compression
         if codec == compression.NONE:
@@ -349,61 +346,35 @@ def parse_end_transaction_value(value: bytes | None) -> tuple[int, int]:
 
 # -- record decoding ----------------------------------------------------------
 #
-# A record: length varint, attributes int8, timestampDelta varlong,
-# offsetDelta varint, key (varint length, -1 = null), value (same), header
-# count varint, then each header: key (varint length, utf-8), value (varint
-# length, -1 = null). Varints are zigzag-encoded.
-
-
-def _read_varint(data: bytes, position: int, end: int, max_bytes: int = 5) -> tuple[int, int]:
-    """A zigzag varint (max_bytes 5) or varlong (max_bytes 10) at position."""
-    if position >= end:
-        raise InvalidRecordError("record truncated inside a varint")
-    byte = data[position]
-    position += 1
-    if byte < 0x80:
-        return (byte >> 1) ^ -(byte & 1), position
-    raw = byte & 0x7F
-    shift = 7
-    limit = 7 * max_bytes
-    while True:
-        if position >= end:
-            raise InvalidRecordError("record truncated inside a varint")
-        byte = data[position]
-        position += 1
-        raw |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return (raw >> 1) ^ -(raw & 1), position
-        shift += 7
-        if shift >= limit:
-            raise InvalidRecordError(f"varint longer than {max_bytes} bytes")
+# A record: length varint, attributes int8, timestampDelta varlong, offsetDelta
+# varint, key (varint length, negative = null), value (same), header count
+# varint, then each header: key (varint length, never negative), value (varint
+# length, negative = null). Varints are zigzag-encoded (protocol.primitives).
+# As Kafka's DefaultRecord.readFrom: any negative key or value length is null,
+# header keys are not checked for UTF-8 (Java replaces malformed bytes), and
+# the fields must end exactly where the record's length says.
 
 
 def _read_nullable_bytes(data: bytes, position: int, end: int) -> tuple[bytes | None, int]:
-    length, position = _read_varint(data, position, end)
+    length, position = read_varint(data, position)
     if length < 0:
-        if length == -1:
-            return None, position
-        raise InvalidRecordError(f"invalid negative length {length}")
+        return None, position
     if length > end - position:
         raise InvalidRecordError(f"length {length} runs past the end of the record")
     return data[position : position + length], position + length
 
 
 def _read_headers(data: bytes, position: int, end: int) -> tuple[list[Header], int]:
-    count, position = _read_varint(data, position, end)
+    count, position = read_varint(data, position)
     # every header takes at least two bytes (two varint lengths)
     if count < 0 or 2 * count > end - position:
         raise InvalidRecordError(f"invalid header count {count}")
     headers = []
     for _ in range(count):
-        length, position = _read_varint(data, position, end)
+        length, position = read_varint(data, position)
         if length < 0 or length > end - position:
             raise InvalidRecordError(f"invalid header key length {length}")
-        try:
-            key = data[position : position + length].decode("utf-8")
-        except UnicodeDecodeError as error:
-            raise InvalidRecordError(f"header key is not UTF-8: {error}") from None
+        key = data[position : position + length].decode("utf-8", "replace")
         value, position = _read_nullable_bytes(data, position + length, end)
         headers.append(Header(key, value))
     return headers, position
@@ -413,13 +384,15 @@ def _read_record(
     data: bytes, position: int, end: int, base_offset: int, base_timestamp: int, append_time: int | None
 ) -> tuple[Record, int]:
     """Decode the record at position; return it and the position after it."""
-    length, position = _read_varint(data, position, end)
+    length, position = read_varint(data, position)
     if length < 1 or length > end - position:
         raise InvalidRecordError(f"invalid record length {length} with {end - position} bytes left")
     record_end = position + length
     position += 1  # attributes: unused in magic 2
-    timestamp_delta, position = _read_varint(data, position, record_end, 10)
-    offset_delta, position = _read_varint(data, position, record_end)
+    timestamp_delta, position = read_varlong(data, position)
+    offset_delta, position = read_varint(data, position)
+    if position > record_end:
+        raise InvalidRecordError(f"record fields run past its length {length}")
     key, position = _read_nullable_bytes(data, position, record_end)
     value, position = _read_nullable_bytes(data, position, record_end)
     headers, position = _read_headers(data, position, record_end)

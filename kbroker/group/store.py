@@ -18,8 +18,9 @@ import structlog
 
 from kbroker.log import AppendInfo, LogManager, UnifiedLog
 from kbroker.log.coordinator_log import CoordinatorLog
+from protocol.errors import InvalidRecordError
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import InvalidRecordError, iter_batches
+from protocol.records import iter_batches
 
 log = structlog.get_logger(__name__)
 

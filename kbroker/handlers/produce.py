@@ -10,8 +10,20 @@ Per partition, in Kafka's order: exactly one v2 batch (INVALID_RECORD), zstd onl
 from v7 (UNSUPPORTED_COMPRESSION_TYPE), base offset 0 (INVALID_RECORD), size within
 max.message.bytes (MESSAGE_TOO_LARGE), CRC-32C (CORRUPT_MESSAGE), record count
 consistent with the last offset delta, no control batches, a sequence when there is
-a producer id (INVALID_RECORD). Only the 61-byte header is read: records are never
-decoded (so record-level timestamp and compacted-key checks are not made).
+a producer id (INVALID_RECORD); then, in the partition's `append_as_leader`, the
+records themselves as Kafka's LogValidator walks them (kbroker/log/validator.py:
+structure, decompression, compacted keys, timestamps; INVALID_RECORD /
+INVALID_TIMESTAMP with per-record errors from v8, UNKNOWN_SERVER_ERROR where Kafka
+fails too). A refused batch appends nothing.
+
+A partition named more than once in a request (in one topic entry or in two) is
+answered once, and only its last batch is appended: Kafka keys the request's
+partitions by topic and partition, so a later entry replaces an earlier one.
+`timeout_ms` bounds how long Kafka waits for follower replicas under acks=-1; with
+one replica per partition nothing waits for them, and Kafka ignores it (0 and
+negative values included): so does kbroker. An fsync before the answer
+(kbroker.fsync.before.ack, flush.messages) is not bounded by it either: Kafka's
+flush.messages also fsyncs inside the append.
 
 Producer ids: until InitProducerId is served, no client can own one, so batches
 carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, the batch goes to
@@ -39,10 +51,11 @@ from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
 from kbroker.log.producer_state import ProducerStateError
+from kbroker.log.validator import RecordError, RecordValidationError
 from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
-from protocol.errors import ErrorCode, KafkaProtocolError
-from protocol.records import HEADER_SIZE, LOG_OVERHEAD, InvalidRecordError, RecordBatch
+from protocol.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
+from protocol.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 
 LEADER_EPOCH = 0  # the epoch Metadata reports; stamped into every appended batch
 ZSTD = 4
@@ -67,19 +80,21 @@ class PartitionError(Exception):
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     acks = request["acks"]
     pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
+    refused: list[str] = []
     failed = False
     responses = []
-    for topic in request["topic_data"]:
-        name = topic["name"]
+    for name, partitions in _last_entry_per_partition(request["topic_data"]):
         results = []
-        for partition in topic["partition_data"]:
+        for partition in partitions:
             if acks not in (-1, 0, 1):
                 result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
             else:
-                result = _produce_partition(ctx, name, partition, acks, pending)
+                result = _produce_partition(ctx, name, partition, acks, pending, refused)
             failed = failed or result["error_code"] != 0
             results.append(result)
         responses.append({"name": name, "partition_responses": results})
+    if refused:
+        ctx.log.warning("produce_records_refused", partitions=len(refused), first=refused[:5])
     response = {"responses": responses, "throttle_time_ms": 0}
     if acks == 0:
         if failed:
@@ -90,12 +105,23 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     return response
 
 
+def _last_entry_per_partition(topic_data: list[dict[str, Any]]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """Each (topic, partition) once, with the request's last entry for it, in the order they first appear."""
+    chosen: dict[str, dict[int, dict[str, Any]]] = {}
+    for topic in topic_data:
+        partitions = chosen.setdefault(topic["name"], {})
+        for partition in topic["partition_data"]:
+            partitions[partition["index"]] = partition  # a repeated key keeps its place, takes the new value
+    return [(name, list(partitions.values())) for name, partitions in chosen.items()]
+
+
 def _produce_partition(
     ctx: RequestContext,
     topic: str,
     partition: dict[str, Any],
     acks: int,
     pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
+    refused: list[str],
 ) -> dict[str, Any]:
     index = partition["index"]
     log = ctx.broker.logs.get_partition(topic, index)
@@ -107,6 +133,9 @@ def _produce_partition(
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch, topic, index)
         info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=LEADER_EPOCH)
+    except RecordValidationError as error:
+        refused.append(f"{topic}-{index}: {error.code.name}: {error.message[:200]}")
+        return _error(index, error.code, log, error.message, error.record_errors)
     except (PartitionError, ProducerStateError) as error:
         return _error(index, error.code, log, error.message)
     except RecordTooLargeError as error:
@@ -144,8 +173,8 @@ def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBat
         raise PartitionError(ErrorCode.INVALID_RECORD, f"record batch magic {records[16]}: only magic 2 is accepted")
     batch = RecordBatch(records)
     codec = batch.compression
-    if codec > MAX_CODEC:
-        raise PartitionError(ErrorCode.CORRUPT_MESSAGE, f"unknown compression codec {codec}")
+    if codec > MAX_CODEC:  # Kafka fails on it with an unexpected exception
+        raise PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression codec {codec}")
     if codec == ZSTD and version < FIRST_ZSTD_VERSION:
         raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     _check_single_batch(records, batch.size)
@@ -191,14 +220,22 @@ def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: 
             raise PartitionError(code, "the partition is not part of the producer's ongoing transaction")
 
 
-def _error(index: int, code: ErrorCode, log: UnifiedLog | None, message: str | None) -> dict[str, Any]:
+def _error(
+    index: int,
+    code: ErrorCode,
+    log: UnifiedLog | None,
+    message: str | None,
+    record_errors: tuple[RecordError, ...] = (),
+) -> dict[str, Any]:
     return {
         "index": index,
         "error_code": int(code),
         "base_offset": -1,
         "log_append_time_ms": -1,
         "log_start_offset": log.log_start_offset if log is not None else -1,
-        "record_errors": [],
+        "record_errors": [
+            {"batch_index": e.batch_index, "batch_index_error_message": e.message} for e in record_errors
+        ],
         "error_message": message,
     }
 

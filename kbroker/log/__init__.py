@@ -52,7 +52,8 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
     await .shutdown();  .close()
 
   UnifiedLog(local, producer_config=None, on_append=None)
-    .append_as_leader(records, origin=AppendOrigin.CLIENT) -> AppendInfo   RecordBatch (CLIENT) or buffer
+    .append_as_leader(records, origin=AppendOrigin.CLIENT) -> AppendInfo   RecordBatch (CLIENT) or buffer;
+        a CLIENT batch's records are validated first (validator.py: RecordValidationError, with Kafka's code)
     .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs
     .producer_state() -> ProducerStateManager;  .last_stable_offset();  .collect_aborted(fetch, upper)
     .read(...), .wait_for_ack(...), .log_start_offset, .log_end_offset, .high_watermark, .config, .local
@@ -60,7 +61,8 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 Errors (errors.py): KafkaStorageError and its LogOfflineError (-> KAFKA_STORAGE_ERROR), OffsetOutOfRangeError
 (-> OFFSET_OUT_OF_RANGE), RecordTooLargeError (-> MESSAGE_TOO_LARGE), InvalidConfigError (-> INVALID_CONFIG),
 InvalidTopicError, TopicExistsError, UnknownTopicOrPartitionError; a malformed append buffer raises
-protocol.records.InvalidRecordError (-> CORRUPT_MESSAGE).
+protocol.errors.InvalidRecordError (-> CORRUPT_MESSAGE); validator.RecordValidationError carries its own code
+(INVALID_RECORD, INVALID_TIMESTAMP, UNKNOWN_SERVER_ERROR) and the per-record errors.
 """
 
 from kbroker.log.config import LogConfig, to_properties

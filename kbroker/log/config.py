@@ -34,6 +34,8 @@ PROPERTY_NAMES: dict[str, str] = {
     "flush_ms": "flush.ms",
     "max_message_bytes": "max.message.bytes",
     "message_timestamp_type": "message.timestamp.type",
+    "message_timestamp_before_max_ms": "message.timestamp.before.max.ms",
+    "message_timestamp_after_max_ms": "message.timestamp.after.max.ms",
     "cleanup_policy": "cleanup.policy",
     "file_delete_delay_ms": "file.delete.delay.ms",
     "fsync_before_ack": "kbroker.fsync.before.ack",
@@ -70,6 +72,8 @@ class LogConfig:
     flush_ms: int = _default("flush.ms")
     max_message_bytes: int = _default("max.message.bytes")
     message_timestamp_type: str = _default("message.timestamp.type")
+    message_timestamp_before_max_ms: int = _default("message.timestamp.before.max.ms")
+    message_timestamp_after_max_ms: int = _default("message.timestamp.after.max.ms")  # Kafka 4: one hour
     cleanup_policy: str = _default("cleanup.policy")  # comma-separated
     file_delete_delay_ms: int = _default("file.delete.delay.ms")
     fsync_before_ack: bool = _default("kbroker.fsync.before.ack")  # fsync before an acks=all produce is acknowledged
@@ -98,6 +102,11 @@ class LogConfig:
     @property
     def delete_enabled(self) -> bool:
         return "delete" in self.cleanup_policy.split(",")
+
+    @property
+    def compacted(self) -> bool:
+        """cleanup.policy contains compact: every produced record needs a key."""
+        return "compact" in self.cleanup_policy.split(",")
 
 
 def _parse(name: str, raw: Any) -> Any:

@@ -29,7 +29,8 @@ from kbroker.log.index import MAX_RELATIVE_OFFSET
 from kbroker.log.loader import RecoveryStats, load_segments
 from kbroker.log.scan import BatchHeader
 from kbroker.log.segment import AppendedBatch, LogSegment, now_ms
-from protocol.records import InvalidRecordError, RecordBatch, TimestampAndOffset, iter_batches
+from protocol.errors import InvalidRecordError
+from protocol.records import RecordBatch, TimestampAndOffset, iter_batches
 
 log = structlog.get_logger(__name__)
 

@@ -50,7 +50,9 @@ from kbroker.log.producer_state_loader import LoadStats, rebuild_producer_state,
 from kbroker.log.segment import AppendedBatch
 from kbroker.log.txn_index import TransactionIndex
 from kbroker.log.txn_index_file import AbortedTxn
-from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, InvalidRecordError, RecordBatch
+from kbroker.log.validator import validate_records
+from protocol.errors import InvalidRecordError
+from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, RecordBatch
 
 log = structlog.get_logger(__name__)
 
@@ -97,6 +99,7 @@ class UnifiedLog:
         self.local = local
         self.topic = local.topic
         self.partition = local.partition
+        self._name = f"{local.topic}-{local.partition}"
         self.producer_config = producer_config or ProducerStateConfig()
         self.on_append: list[AppendListener] = [] if on_append is None else on_append  # may be shared
         self.deleted = False
@@ -146,7 +149,8 @@ class UnifiedLog:
         coordinator_epoch: int = 0,
         now: int | None = None,
     ) -> AppendInfo:
-        """Assign offsets and append. A CLIENT batch (a RecordBatch, checked by the caller) is checked
+        """Assign offsets and append. A CLIENT batch (a RecordBatch whose header the caller checked) has
+        its records validated (validator.py: RecordValidationError refuses it), then is checked
         against the producer state: a retried one is answered with its original offsets and not
         appended; ProducerStateError (INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER) refuses it.
         Raises what PartitionLog.append raises (KafkaStorageError, RecordTooLargeError, InvalidRecordError)."""
@@ -154,6 +158,8 @@ class UnifiedLog:
             raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
         if isinstance(records, RecordBatch):
             buffer: bytearray | memoryview = records.view()
+            if origin is AppendOrigin.CLIENT:
+                validate_records(records, self.config, wall_clock_ms() if now is None else now, self._name)
             if origin is AppendOrigin.CLIENT and records.producer_id >= 0:
                 duplicate = self.producer_state().check(records)
                 if duplicate is not None:

@@ -16,8 +16,8 @@ import structlog
 
 from kbroker.log import AppendInfo, LogManager, UnifiedLog
 from kbroker.log.coordinator_log import CoordinatorLog
+from protocol.errors import InvalidRecordError
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import InvalidRecordError
 
 log = structlog.get_logger(__name__)
 

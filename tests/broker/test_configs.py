@@ -5,6 +5,7 @@ same through kafka-python, confluent-kafka and aiokafka."""
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -384,6 +385,21 @@ def test_segment_bytes_and_timestamp_type_apply_at_once(raw: RawClient, broker: 
         assert answer["error_code"] == 0 and answer["log_append_time_ms"] > 1_000_000_000_000
     segments = list((broker.data_dir / f"{name}-0").glob("*.log"))
     assert len(segments) > 1
+
+
+def test_timestamp_limits_default_and_apply_at_once(raw: RawClient) -> None:
+    """message.timestamp.after.max.ms defaults to Kafka 4's one hour (topic and broker), and an override
+    changes what Produce accepts at once."""
+    name = create_topic(raw)
+    now = values(raw, name)
+    assert now["message.timestamp.after.max.ms"] == ("3600000", SOURCE_DEFAULT)
+    assert now["message.timestamp.before.max.ms"] == ("9223372036854775807", SOURCE_DEFAULT)
+    broker = {c["name"]: c for c in describe(raw, BROKER, "1", ["log.message.timestamp.after.max.ms"])["configs"]}
+    assert broker["log.message.timestamp.after.max.ms"]["value"] == "3600000"
+    late = batch_of(1, start_ts=int(time.time() * 1000) + 2 * 3_600_000)
+    assert produce(raw, name, late)["error_code"] == ErrorCode.INVALID_TIMESTAMP
+    assert incremental(raw, TOPIC, name, [("message.timestamp.after.max.ms", SET, "86400000")])["error_code"] == 0
+    assert produce(raw, name, late)["error_code"] == 0
 
 
 def test_overrides_survive_a_restart(start_broker: Callable[..., BrokerProcess]) -> None:

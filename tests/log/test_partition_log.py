@@ -11,7 +11,8 @@ from kbroker.log import flush as flush_module
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError, OffsetOutOfRangeError, RecordTooLargeError
 from kbroker.log.partition_log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP, PartitionLog
-from protocol.records import InvalidRecordError, RecordBatch
+from protocol.errors import InvalidRecordError
+from protocol.records import RecordBatch
 from tests.log.batches import batches_of, make_batch
 
 SMALL = LogConfig(segment_bytes=4000, index_interval_bytes=200)

@@ -27,7 +27,7 @@ from protocol.compression import (
     compress,
     decompress,
 )
-from protocol.records import InvalidRecordError
+from protocol.errors import InvalidRecordError
 
 CODECS = [NONE, GZIP, SNAPPY, LZ4, ZSTD]
 PAYLOADS = {
@@ -123,6 +123,44 @@ def test_zstd_interoperates_with_zstandard(content_size: bool) -> None:
     assert compression.zstd_declared_size(theirs) == (len(data) if content_size else None)
     assert decompress(ZSTD, theirs) == data
     assert zstandard.ZstdDecompressor().decompressobj().decompress(compress(ZSTD, data)) == data
+
+
+def _frames(codec: int, data: bytes) -> list[bytes]:
+    """Frames as several encoders write them, none declaring its content size (as Java's do not)."""
+    frames = [compress(codec, data)]
+    if codec == LZ4:
+        lz4_frame = pytest.importorskip("lz4.frame")
+        for block_size in (lz4_frame.BLOCKSIZE_MAX64KB, lz4_frame.BLOCKSIZE_MAX1MB, lz4_frame.BLOCKSIZE_MAX4MB):
+            for checksums in (False, True):
+                frames.append(
+                    lz4_frame.compress(
+                        data,
+                        block_size=block_size,
+                        store_size=False,
+                        block_checksum=checksums,
+                        content_checksum=checksums,
+                    )
+                )
+    else:
+        zstandard = pytest.importorskip("zstandard")
+        for checksum in (False, True):
+            compressor = zstandard.ZstdCompressor(write_content_size=False, write_checksum=checksum)
+            frames.append(compressor.compress(data))
+            frames.append(compressor.compress(data[: len(data) // 2]) + compressor.compress(data[len(data) // 2 :]))
+    return frames
+
+
+@pytest.mark.parametrize("codec", [LZ4, ZSTD])
+@pytest.mark.parametrize("name", list(PAYLOADS))
+def test_block_headers_bound_the_output(codec: int, name: str) -> None:
+    """Without a declared size the output buffer is sized from the block headers: never too small."""
+    data = PAYLOADS[name] + bytes(200_000)  # long zero runs: RLE blocks for zstd, a high ratio for both
+    bound = compression.lz4_size_bound if codec == LZ4 else compression.zstd_size_bound
+    for frame in _frames(codec, data):
+        limit = bound(frame)
+        assert limit is not None and len(data) <= limit <= len(data) + 4 * 1024 * 1024
+        assert decompress(codec, frame) == data
+    assert bound(b"junk" * 10) is None
 
 
 # -- size caps (decompression bombs) -----------------------------------------------------
