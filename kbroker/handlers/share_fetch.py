@@ -156,7 +156,7 @@ def _acquire_once(
         if not ranges:
             continue
         acquired_any = True
-        runtime.notify_lock_added()
+        runtime.notify_lock_added(now + share.config.record_lock_duration_ms)
         answer = answers.setdefault(key, _partition(ctx, index))
         answer["records"] = records
         answer["acquired_records"] = [

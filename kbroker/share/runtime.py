@@ -70,6 +70,7 @@ class ShareRuntime:
         self._topic_ids: dict[GroupPartition, bytes | None] = {}  # the topic id each share partition belongs to
         self.active = False
         self._wake = asyncio.Event()
+        self._sleeping_until: int | None = None  # the deadline the timer task waits for (None: none)
         self._task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ settings
@@ -330,14 +331,16 @@ class ShareRuntime:
             deadlines.append(self.clock() + self.coordinator.config.session_timeout_ms)
         return min(deadlines) if deadlines else None
 
-    def notify_lock_added(self) -> None:
-        """New acquisition locks: the timer may need to fire earlier."""
-        self._wake.set()
+    def notify_lock_added(self, deadline: int) -> None:
+        """New acquisition locks until `deadline`: the timer is woken only if it sleeps past it (most
+        acquisitions lock until later than an earlier one, so a busy ShareFetch path rarely wakes it)."""
+        if self._sleeping_until is None or deadline < self._sleeping_until:
+            self._wake.set()
 
     async def _run_timers(self) -> None:
         while True:
             self._wake.clear()
-            deadline = self.next_deadline()
+            deadline = self._sleeping_until = self.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)
