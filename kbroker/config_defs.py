@@ -496,6 +496,26 @@ _SHARE_GROUPS = [
     _p("group.share.partition.max.record.locks", INT, 2000, "Most in-flight records of one share partition "
        "(share.partition.max.record.locks per group).", Range(100, 10000)),
     _p("group.share.max.size", INT, 200, "Most members in one share group.", Range(1, 1000)),
+    _p("group.share.min.session.timeout.ms", INT, 45000, "Smallest share.session.timeout.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.max.session.timeout.ms", INT, 60000, "Largest share.session.timeout.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.min.heartbeat.interval.ms", INT, 5000, "Smallest share.heartbeat.interval.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.max.heartbeat.interval.ms", INT, 15000, "Largest share.heartbeat.interval.ms a group may set.",
+       _POSITIVE),
+    _p("group.share.min.record.lock.duration.ms", INT, 15000, "Smallest share.record.lock.duration.ms a group may "
+       "set.", Range(1000, 3600000)),
+    _p("group.share.max.record.lock.duration.ms", INT, 60000, "Largest share.record.lock.duration.ms a group may "
+       "set.", Range(30000, 3600000)),
+    _p("group.share.min.delivery.count.limit", INT, 2, "Smallest share.delivery.count.limit a group may set.",
+       Range(2, 10)),
+    _p("group.share.max.delivery.count.limit", INT, 10, "Largest share.delivery.count.limit a group may set.",
+       Range(2, 10)),
+    _p("group.share.min.partition.max.record.locks", INT, 100, "Smallest share.partition.max.record.locks a group "
+       "may set.", Range(100, 10000)),
+    _p("group.share.max.partition.max.record.locks", INT, 4000, "Largest share.partition.max.record.locks a group "
+       "may set.", Range(100, 10000)),
     _p("share.coordinator.state.topic.num.partitions", INT, 50, "Partitions of __share_group_state (do not change "
        "once in use).", _POSITIVE),
 ]
@@ -659,12 +679,17 @@ class GroupProperty:
     name: str
     type: ConfigType
     doc: str
-    default_from: str  # the broker property giving its default
+    default_from: str | None  # the broker property giving its default (None: `default`)
     min_from: str | None = None  # the broker property it must be at least
     max_from: str | None = None  # the broker property it must be at most
+    default: Value | None = None  # the default when no broker property gives it
+    validator: Validator | None = None
 
     def parse(self, raw: str) -> Value:
-        return parse_value(self.name, self.type, raw)
+        value = parse_value(self.name, self.type, raw)
+        if self.validator is not None:
+            self.validator.check(self.name, value)
+        return value
 
 
 # Kafka 4.3 also has share.* (share groups) and streams.* (Streams groups) configs: a module adding those
@@ -687,6 +712,64 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             "group.consumer.heartbeat.interval.ms",
             "group.consumer.min.heartbeat.interval.ms",
             "group.consumer.max.heartbeat.interval.ms",
+        ),
+        # share groups (KIP-932), read by kbroker/share (membership at each heartbeat, share partitions at each use)
+        GroupProperty(
+            "share.session.timeout.ms",
+            INT,
+            "Session timeout of the members of a share group.",
+            "group.share.session.timeout.ms",
+            "group.share.min.session.timeout.ms",
+            "group.share.max.session.timeout.ms",
+        ),
+        GroupProperty(
+            "share.heartbeat.interval.ms",
+            INT,
+            "Heartbeat interval of the members of a share group.",
+            "group.share.heartbeat.interval.ms",
+            "group.share.min.heartbeat.interval.ms",
+            "group.share.max.heartbeat.interval.ms",
+        ),
+        GroupProperty(
+            "share.record.lock.duration.ms",
+            INT,
+            "How long acquired records stay locked to a share-group member.",
+            "group.share.record.lock.duration.ms",
+            "group.share.min.record.lock.duration.ms",
+            "group.share.max.record.lock.duration.ms",
+        ),
+        GroupProperty(
+            "share.delivery.count.limit",
+            INT,
+            "Deliveries of a record after which a share group archives it.",
+            "group.share.delivery.count.limit",
+            "group.share.min.delivery.count.limit",
+            "group.share.max.delivery.count.limit",
+        ),
+        GroupProperty(
+            "share.partition.max.record.locks",
+            INT,
+            "Most in-flight records of one share partition of the group.",
+            "group.share.partition.max.record.locks",
+            "group.share.min.partition.max.record.locks",
+            "group.share.max.partition.max.record.locks",
+        ),
+        GroupProperty(
+            "share.auto.offset.reset",
+            STR,
+            "Where a share partition of the group starts: latest (the high watermark) or earliest.",
+            None,
+            default="latest",
+            validator=OneOf(("latest", "earliest")),
+        ),
+        GroupProperty(
+            "share.isolation.level",
+            STR,
+            "read_committed: the group receives records of committed transactions only, below the last stable "
+            "offset; read_uncommitted: every record.",
+            None,
+            default="read_uncommitted",
+            validator=OneOf(("read_committed", "read_uncommitted")),
         ),
     )
 }

@@ -3,7 +3,8 @@
 The table of group configs is `GROUP_PROPERTIES` (kbroker/config_defs.py); each takes its default from a
 broker property and must lie within two others, as Kafka's GroupConfig checks. Overrides are stored per
 group in the data directory whether the group exists or not, as Kafka does. kbroker has no
-consumer-protocol groups yet, so the consumer.* values have no effect until it does.
+consumer-protocol groups yet, so the consumer.* values have no effect until it does; the share.* values
+apply to share groups (kbroker/share/runtime.py reads them whenever a share partition is used).
 """
 
 from __future__ import annotations
@@ -28,8 +29,12 @@ def group_config_entries(ctx: RequestContext, group: str) -> list[ConfigEntry]:
     overrides = ctx.broker.dynamic_configs.group_configs(group)
     entries = []
     for name, prop in GROUP_PROPERTIES.items():
-        broker_value = render_value(config.get(prop.default_from))
-        synonyms = [ConfigSynonym(prop.default_from, broker_value, config.source(prop.default_from))]
+        if prop.default_from is None:  # a default of its own (share.auto.offset.reset)
+            broker_value = render_value(prop.default)
+            synonyms = [ConfigSynonym(name, broker_value, ConfigSource.DEFAULT_CONFIG)]
+        else:
+            broker_value = render_value(config.get(prop.default_from))
+            synonyms = [ConfigSynonym(prop.default_from, broker_value, config.source(prop.default_from))]
         value = broker_value
         if name in overrides:
             value = render_value(prop.parse(overrides[name]))
@@ -53,7 +58,8 @@ def alter_group_configs(
             value = prop.parse(raw)
         except ConfigError as exc:
             raise fail(ErrorCode.INVALID_CONFIG, str(exc)) from None
-        assert isinstance(value, int)
+        if not isinstance(value, int):
+            continue  # a string config: its validator checked it
         if prop.min_from is not None and value < config.get_int(prop.min_from):
             raise fail(ErrorCode.INVALID_CONFIG, f"{name} must be greater than or equal to {prop.min_from}")
         if prop.max_from is not None and value > config.get_int(prop.max_from):

@@ -15,11 +15,14 @@ from kbroker.group import group_runtime
 from kbroker.group.coordinator import JoinRequest
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 
 @handles(ApiKey.JOIN_GROUP, "0-9")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
+    if ctx.broker.shares is not None and (request["group_id"] or "") in ctx.broker.shares.coordinator.groups:
+        return _not_classic(ctx.api_version)  # a share group's id, as Kafka answers it
     result = await runtime.join(
         JoinRequest(
             group_id=request["group_id"] or "",
@@ -49,4 +52,18 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             {"member_id": member_id, "group_instance_id": instance_id, "metadata": metadata}
             for member_id, instance_id, metadata in result.members
         ],
+    }
+
+
+def _not_classic(version: int) -> dict[str, Any]:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL),
+        "generation_id": -1,
+        "protocol_type": None,
+        "protocol_name": None if version >= 7 else "",
+        "leader": "",
+        "skip_assignment": False,
+        "member_id": "",
+        "members": [],
     }

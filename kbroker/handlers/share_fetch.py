@@ -22,7 +22,7 @@ from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
 from kbroker.share import share_runtime
-from kbroker.share.reader import acquire_from_log
+from kbroker.share.reader import acquire_committed, acquire_from_log
 from kbroker.share.runtime import ShareRuntime
 from kbroker.share.sessions import FINAL_EPOCH, ShareSession
 from protocol.api_keys import ApiKey
@@ -140,9 +140,15 @@ def _acquire_once(
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
         try:
-            ranges, records = acquire_from_log(
-                share, log, session.member_id, now, max_records, max_bytes, whole_batches=whole_batches
-            )
+            unified = ctx.broker.logs.get_partition(name, index)
+            if unified is not None and runtime.settings(session.group_id).read_committed:
+                ranges, records = acquire_committed(
+                    share, unified, session.member_id, now, max_records, max_bytes, whole_batches
+                )
+            else:
+                ranges, records = acquire_from_log(
+                    share, log, session.member_id, now, max_records, max_bytes, whole_batches=whole_batches
+                )
         except (KafkaStorageError, OffsetOutOfRangeError) as error:
             ctx.log.error("share_fetch_read_failed", topic=name, partition=index, error=str(error))
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
@@ -150,7 +156,7 @@ def _acquire_once(
         if not ranges:
             continue
         acquired_any = True
-        runtime.notify_lock_added()
+        runtime.notify_lock_added(now + share.config.record_lock_duration_ms)
         answer = answers.setdefault(key, _partition(ctx, index))
         answer["records"] = records
         answer["acquired_records"] = [

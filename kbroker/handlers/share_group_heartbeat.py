@@ -30,7 +30,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             rack_id=request["rack_id"],
             subscribed_topic_names=None if topics is None else tuple(topics),
             client_id=ctx.client_id or "",
-            client_host=ctx.client_host,
+            client_host="/" + ctx.client_host.rsplit(":", 1)[0],  # Kafka shows "/<ip>", without the port
         )
     )
     assignment = None

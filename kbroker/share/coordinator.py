@@ -54,9 +54,15 @@ class HeartbeatResult:
 
 
 class ShareGroupCoordinator:
-    def __init__(self, config: ShareCoordinatorConfig, partitions_of: Callable[[str], int]) -> None:
+    def __init__(
+        self,
+        config: ShareCoordinatorConfig,
+        partitions_of: Callable[[str], int],
+        group_config: Callable[[str], ShareCoordinatorConfig] | None = None,
+    ) -> None:
         self.config = config
         self.partitions_of = partitions_of  # topic name -> partition count (0: no such topic)
+        self.group_config = group_config or (lambda group_id: config)  # a group's own timeouts
         self.groups: dict[str, ShareGroup] = {}
         self.removed: list[tuple[str, str]] = []  # (group id, member id) to release, drained by the caller
 
@@ -76,7 +82,7 @@ class ShareGroupCoordinator:
             return HeartbeatResult(ErrorCode.NONE, member.member_id, LEAVE_EPOCH)
         if request.member_epoch != member.member_epoch:
             return HeartbeatResult(ErrorCode.FENCED_MEMBER_EPOCH, error_message="member epoch is not the current one")
-        member.session_deadline = now + self.config.session_timeout_ms
+        member.session_deadline = now + self.group_config(group.group_id).session_timeout_ms
         if request.rack_id is not None:
             member.rack_id = request.rack_id
         if request.subscribed_topic_names is not None:
@@ -95,7 +101,7 @@ class ShareGroupCoordinator:
         if group is None:
             group = self.groups[request.group_id] = ShareGroup(request.group_id)
         member_id = request.member_id or uuid.uuid4().hex
-        if member_id not in group.members and len(group.members) >= self.config.max_size:
+        if member_id not in group.members and len(group.members) >= self.config.max_size:  # broker-wide
             return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED, error_message="the share group is full")
         if member_id in group.members:
             self.removed.append((group.group_id, member_id))  # a re-joining member lost what it held
@@ -106,7 +112,7 @@ class ShareGroupCoordinator:
             client_host=request.client_host,
             rack_id=request.rack_id,
             subscribed_topic_names=tuple(sorted(set(request.subscribed_topic_names))),
-            session_deadline=now + self.config.session_timeout_ms,
+            session_deadline=now + self.group_config(group.group_id).session_timeout_ms,
         )
         group.group_epoch += 1
         return self._answer(group, group.members[member_id], force_assignment=True)
@@ -120,7 +126,7 @@ class ShareGroupCoordinator:
             ErrorCode.NONE,
             member.member_id,
             member.member_epoch,
-            self.config.heartbeat_interval_ms,
+            self.group_config(group.group_id).heartbeat_interval_ms,
             member.assignment if changed else None,
         )
 

@@ -49,6 +49,7 @@ class AcknowledgeType(IntEnum):
 
 
 TERMINAL = (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
+MAX_RESTORED_WINDOW = 100_000
 _AFTER_ACK = {
     AcknowledgeType.GAP: RecordState.ARCHIVED,
     AcknowledgeType.ACCEPT: RecordState.ACKNOWLEDGED,
@@ -207,6 +208,8 @@ class SharePartition:
             count = batch.last_offset - batch.first_offset + 1
             if count <= 0 or batch.first_offset <= previous_last or len(batch.types) not in (1, count):
                 return ErrorCode.INVALID_REQUEST
+            if batch.first_offset < self.start_offset or batch.last_offset >= self.end_offset:
+                return ErrorCode.INVALID_RECORD_STATE  # outside the window (checked first: a range costs nothing)
             previous_last = batch.last_offset
             try:
                 types = [AcknowledgeType(t) for t in batch.types]
@@ -230,6 +233,21 @@ class SharePartition:
                 heapq.heappush(self._locks, (deadline, batch.first_offset, batch.last_offset))
         self._advance_start()
         return ErrorCode.NONE
+
+    def archive_acquired(self, member_id: str, first: int, last: int) -> int:
+        """Archive what `member_id` just acquired in first..last (records of aborted transactions, which a
+        read_committed group never delivers); how many."""
+        archived = 0
+        for offset in range(max(first, self.start_offset), min(last, self.end_offset - 1) + 1):
+            record = self._records.get(offset)
+            if record is not None and record.state is RecordState.ACQUIRED and record.member_id == member_id:
+                record.state = RecordState.ARCHIVED
+                record.member_id = ""
+                record.deadline = 0
+                archived += 1
+        if archived:
+            self._advance_start()
+        return archived
 
     # ------------------------------------------------------------------ release
 
@@ -285,6 +303,9 @@ class SharePartition:
         """Rebuild from persisted state: offsets not named between the start offset and the last batch are
         AVAILABLE with delivery count 0 (they were never persisted as delivered)."""
         partition = cls(start_offset, config)
+        # a window is never longer than max_record_locks (at most 10000); anything beyond is not state we wrote
+        bound = start_offset + MAX_RESTORED_WINDOW
+        batches = [b for b in batches if b.first_offset <= b.last_offset < bound]
         end = max([start_offset] + [b.last_offset + 1 for b in batches])
         states: dict[int, tuple[RecordState, int]] = {}
         for batch in batches:

@@ -11,8 +11,9 @@ skips the records outside the ranges, and acknowledges as GAP acquired offsets w
 
 from __future__ import annotations
 
-from kbroker.log import PartitionLog
-from kbroker.share.partition import AcquiredRecords, SharePartition
+from kbroker.log import PartitionLog, UnifiedLog
+from kbroker.log.txn_index_file import AbortedTxn
+from kbroker.share.partition import AcquiredRecords, RecordState, SharePartition
 from protocol.records import iter_batches
 
 READ_BYTES = 1024 * 1024
@@ -67,3 +68,56 @@ def batches_covering(log: PartitionLog, ranges: list[AcquiredRecords]) -> bytes:
                     continue
             break
     return b"".join(parts)
+
+
+def acquire_committed(
+    partition: SharePartition,
+    unified: UnifiedLog,
+    member_id: str,
+    now: int,
+    max_records: int,
+    max_bytes: int,
+    whole_batches: bool = True,
+) -> tuple[list[AcquiredRecords], bytes]:
+    """read_committed (`share.isolation.level`): acquire below the last stable offset, and archive at once the
+    records of aborted transactions (they are never delivered; their batches are left out of the answer).
+    Control batches stay acquired: the consumer acknowledges them as GAP."""
+    log = unified.local
+    ranges, _ = acquire_from_log(
+        partition, log, member_id, now, max_records, max_bytes, unified.last_stable_offset(), whole_batches
+    )
+    if not ranges:
+        return ranges, b""
+    aborted = unified.collect_aborted(ranges[0].first_offset, ranges[-1].last_offset + 1)
+    if aborted:
+        data = batches_covering(log, ranges)
+        for batch in iter_batches(data):
+            if (
+                batch.is_transactional
+                and not batch.is_control
+                and _aborted_batch(batch.producer_id, batch.base_offset, aborted)
+            ):
+                partition.archive_acquired(member_id, batch.base_offset, batch.last_offset)
+        ranges = _still_acquired(partition, member_id, ranges)
+    return ranges, batches_covering(log, ranges) if ranges else b""
+
+
+def _aborted_batch(producer_id: int, base_offset: int, aborted: list[AbortedTxn]) -> bool:
+    return any(t.producer_id == producer_id and t.first_offset <= base_offset <= t.last_offset for t in aborted)
+
+
+def _still_acquired(partition: SharePartition, member_id: str, ranges: list[AcquiredRecords]) -> list[AcquiredRecords]:
+    kept: list[AcquiredRecords] = []
+    for item in ranges:
+        run: int | None = None
+        for offset in range(item.first_offset, item.last_offset + 1):
+            state = partition.state_of(offset)
+            held = state is not None and state[0] is RecordState.ACQUIRED
+            if held and run is None:
+                run = offset
+            if not held and run is not None:
+                kept.append(AcquiredRecords(run, offset - 1, item.delivery_count))
+                run = None
+        if run is not None:
+            kept.append(AcquiredRecords(run, item.last_offset, item.delivery_count))
+    return kept

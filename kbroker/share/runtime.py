@@ -45,6 +45,7 @@ class ShareGroupSettings:
 
     partition: SharePartitionConfig
     auto_offset_reset: str = LATEST
+    read_committed: bool = False  # share.isolation.level
 
 
 class ShareRuntime:
@@ -62,19 +63,46 @@ class ShareRuntime:
         self._background: set[asyncio.Task[None]] = set()
         self.clock = clock
         self.partition_config = partition_config
-        self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count)
+        self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count, self._coordinator_config)
         self.sessions = ShareSessions()
         self.partitions: dict[GroupPartition, SharePartition] = {}
         self._dirty: set[GroupPartition] = set()
         self._topic_ids: dict[GroupPartition, bytes | None] = {}  # the topic id each share partition belongs to
         self.active = False
         self._wake = asyncio.Event()
+        self._sleeping_until: int | None = None  # the deadline the timer task waits for (None: none)
         self._task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ settings
 
     def settings(self, group_id: str) -> ShareGroupSettings:
-        return ShareGroupSettings(self.partition_config)
+        """The group's share.* configs (the GROUP config resource) over the broker's group.share.* defaults."""
+        overrides = self.broker.dynamic_configs.group_configs(group_id)
+        if not overrides:
+            return ShareGroupSettings(self.partition_config)
+        base = self.partition_config
+        partition = SharePartitionConfig(
+            record_lock_duration_ms=int(overrides.get("share.record.lock.duration.ms", base.record_lock_duration_ms)),
+            delivery_count_limit=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
+            max_record_locks=int(overrides.get("share.partition.max.record.locks", base.max_record_locks)),
+        )
+        return ShareGroupSettings(
+            partition,
+            overrides.get("share.auto.offset.reset", LATEST).strip(),
+            overrides.get("share.isolation.level", "read_uncommitted").strip() == "read_committed",
+        )
+
+    def _coordinator_config(self, group_id: str) -> ShareCoordinatorConfig:
+        """The group's share.session.timeout.ms and share.heartbeat.interval.ms over the broker's defaults."""
+        base = self.coordinator.config
+        overrides = self.broker.dynamic_configs.group_configs(group_id)
+        if not overrides:
+            return base
+        return ShareCoordinatorConfig(
+            session_timeout_ms=int(overrides.get("share.session.timeout.ms", base.session_timeout_ms)),
+            heartbeat_interval_ms=int(overrides.get("share.heartbeat.interval.ms", base.heartbeat_interval_ms)),
+            max_size=base.max_size,
+        )
 
     def _partition_count(self, topic: str) -> int:
         metadata = self.broker.logs.topic(topic)
@@ -111,6 +139,8 @@ class ShareRuntime:
             self._dirty.add(key)  # the start offset chosen now must survive a restart
             self._persist_later()
             log.info("share_partition_initialised", group=group_id, topic=topic, partition=index, start_offset=start)
+        else:
+            partition.config = self.settings(group_id).partition  # group configs apply from the next use on
         partition.move_to_log_start(partition_log.log_start_offset)
         return partition
 
@@ -301,14 +331,16 @@ class ShareRuntime:
             deadlines.append(self.clock() + self.coordinator.config.session_timeout_ms)
         return min(deadlines) if deadlines else None
 
-    def notify_lock_added(self) -> None:
-        """New acquisition locks: the timer may need to fire earlier."""
-        self._wake.set()
+    def notify_lock_added(self, deadline: int) -> None:
+        """New acquisition locks until `deadline`: the timer is woken only if it sleeps past it (most
+        acquisitions lock until later than an earlier one, so a busy ShareFetch path rarely wakes it)."""
+        if self._sleeping_until is None or deadline < self._sleeping_until:
+            self._wake.set()
 
     async def _run_timers(self) -> None:
         while True:
             self._wake.clear()
-            deadline = self.next_deadline()
+            deadline = self._sleeping_until = self.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
             try:
                 await asyncio.wait_for(self._wake.wait(), timeout)

@@ -130,7 +130,17 @@ def test_dynamic_configs_survive_a_restart(own: BrokerProcess) -> None:
 
 def test_group_configs(raw: RawClient) -> None:
     configs = _entries(raw, GROUP, "some-group")
-    assert set(configs) == {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"}
+    assert set(configs) == {
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
+    }
     session = configs["consumer.session.timeout.ms"]
     assert (session["value"], session["config_source"], session["read_only"]) == ("45000", DEFAULT, False)
     assert _synonyms(session) == [("group.consumer.session.timeout.ms", "45000", DEFAULT)]

@@ -32,7 +32,9 @@ KBROKER_ARGS = [
     "--config",
     "transaction.state.log.num.partitions=5",
     "--config",
-    "group.share.record.lock.duration.ms=2000",
+    "group.share.record.lock.duration.ms=5000",
+    "--config",
+    "group.share.heartbeat.interval.ms=1000",
 ]
 
 CLIENT_NAMES = [n for n in os.environ.get("KBROKER_COMPAT_CLIENTS", ",".join(FACTORIES)).split(",") if n]

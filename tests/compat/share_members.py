@@ -123,15 +123,13 @@ class ShareMember:
                 self.crash()
 
 
-KAFKA_TOOLS = Path(os.environ.get("KBROKER_CACHE", Path.home() / ".cache" / "kbroker")) / "kafka-tools-4.3.1" / "libs"
-
-
 def kafka_tool(main_class: str, *args: str) -> str:
-    """Run one of Kafka's command-line tools (kafka-tools 4.3.1, resolved by scripts/bench/compare_generators);
+    """Run one of Kafka's command-line tools (kafka-tools 4.3.1, resolved once by scripts/kafka_ref.py);
     its standard output."""
-    if not (KAFKA_TOOLS / "kafka-tools-4.3.1.jar").exists():
-        pytest.skip(f"Kafka's tools are not in {KAFKA_TOOLS}")
-    command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{KAFKA_TOOLS}/*", main_class, *args]
+    from scripts.kafka_ref import ensure_tools
+
+    tools, _ = ensure_tools()
+    command = ["java", "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{tools}/*", main_class, *args]
     done = subprocess.run(command, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stdout + done.stderr
     return done.stdout

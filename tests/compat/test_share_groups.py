@@ -3,7 +3,7 @@ ShareConsumer, against kbroker and (KBROKER_BOOTSTRAP) Apache Kafka 4.3, with th
 
 Members join before anything is produced, so the share partitions start at offset 0 whatever
 `share.auto.offset.reset` says. The lock duration is kbroker's broker setting in the suite
-(conftest.KBROKER_ARGS: 2 s); on Apache Kafka the group config `share.record.lock.duration.ms` is
+(conftest.KBROKER_ARGS: 5 s); on Apache Kafka the group config `share.record.lock.duration.ms` is
 set to its minimum, 15 s, with Kafka's ConfigCommand.
 """
 
@@ -24,8 +24,9 @@ from tests.compat.share_members import Delivered, ShareMember, kafka_tool
 
 KINDS = ["java", "confluent"]
 OWN_BROKER = not os.environ.get("KBROKER_BOOTSTRAP")
-LOCK_MS = 2000 if OWN_BROKER else 15000
+LOCK_MS = 5000 if OWN_BROKER else 15000
 JOIN_POLL_MS = 1000 if OWN_BROKER else 2000
+HEARTBEAT_MS = 1000 if OWN_BROKER else 5000  # group.share.heartbeat.interval.ms (kbroker: conftest.KBROKER_ARGS)
 
 
 def _setup(bootstrap: str, partitions: int) -> tuple[str, str]:
@@ -46,9 +47,9 @@ def _setup(bootstrap: str, partitions: int) -> tuple[str, str]:
 
 def _kafka_group_configs(bootstrap: str, group: str, configs: dict[str, str]) -> None:
     """Apache Kafka only: group configs with Kafka's own ConfigCommand (its jars from scripts/kafka_ref.py)."""
-    from scripts.kafka_ref import ensure_jars
+    from scripts.kafka_ref import ensure_tools
 
-    libs = ensure_jars()
+    _, libs = ensure_tools()
     pairs = ",".join(f"{k}={v}" for k, v in configs.items())
     subprocess.run(
         ["java", "-cp", f"{libs}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", bootstrap]
@@ -131,6 +132,10 @@ def test_each_record_goes_to_exactly_one_of_three_members(
 ) -> None:
     topic, group = _setup(bootstrap, 3)
     _join(members, kind, bootstrap, group, topic, 3)
+    # The first member was assigned every partition; the others' arrival reaches it at its next heartbeat.
+    deadline = time.monotonic() + HEARTBEAT_MS / 1000 + 0.5
+    while time.monotonic() < deadline:
+        assert all(member.poll(timeout_ms=200) == [] for member in members)
     produced = _produce(bootstrap, topic, 300)
     got = _consume(members, 300, 40)
     seen = [(d.partition, d.offset) for ds in got.values() for d in ds]

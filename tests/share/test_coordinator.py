@@ -90,3 +90,17 @@ def test_share_sessions_epochs() -> None:
     assert sessions.begin("g", "a", 1, now=9)[0] is ErrorCode.NONE
     assert sessions.begin("g", "a", 2)[0] is ErrorCode.NONE
     assert [s.member_id for s in sessions.idle(10)] == ["a"] and sessions.idle(9) == []
+
+
+def test_a_groups_own_session_timeout_and_heartbeat_interval() -> None:
+    own = ShareCoordinatorConfig(session_timeout_ms=5000, heartbeat_interval_ms=2000)
+    c = ShareGroupCoordinator(
+        ShareCoordinatorConfig(session_timeout_ms=1000),
+        lambda t: TOPICS.get(t, 0),
+        lambda g: own if g == "g" else c.config,
+    )
+    assert c.heartbeat(hb("a", 0), 0).heartbeat_interval_ms == 2000
+    c.tick(1000)
+    assert c.take_removed() == []
+    c.tick(5000)
+    assert c.take_removed() == [("g", "a")]

@@ -248,3 +248,16 @@ def test_random_operations_keep_the_invariants(ops: list[tuple[str, int, int, Ac
             state = sp.state_of(offset)
             assert state is None or state[0] in (RecordState.ACKNOWLEDGED, RecordState.ARCHIVED)
     assert all(count <= CONFIG.delivery_count_limit for count in deliveries.values())
+
+
+def test_a_huge_acknowledgement_range_is_refused_at_once() -> None:
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 3, fetch_end=100)
+    assert sp.acknowledge("a", [ack(0, 2**62, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.acknowledge("a", [ack(-5, 1, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
+    assert sp.state_of(0) == (RecordState.ACQUIRED, 1)
+
+
+def test_restore_ignores_runs_no_window_could_hold() -> None:
+    restored = SharePartition.restore(0, [StateBatch(5, 2**60, RecordState.ACKNOWLEDGED, 1)], CONFIG)
+    assert (restored.start_offset, restored.end_offset) == (0, 0)

@@ -314,9 +314,19 @@ def test_configs_groups(tools: Tools) -> None:
     assert "consumer.session.timeout.ms=50000" in everyone["kbroker"]
     out = tools.both(CONFIG_COMMAND, *group, "--describe", "--all")
     lines = {b: _config_lines(text) for b, text in out.items()}
-    # Kafka 4.3 also has the share.* and streams.* group configs, and consumer.assignment.interval.ms.
+    # Kafka 4.3 also has more share.* configs, the streams.* ones and consumer.assignment.interval.ms.
     assert {n: lines["kafka"][n] for n in lines["kbroker"]} == lines["kbroker"]
-    assert set(lines["kbroker"]) == {"consumer.session.timeout.ms", "consumer.heartbeat.interval.ms"}
+    assert set(lines["kbroker"]) == {
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
+    }
     refused = tools.both(
         CONFIG_COMMAND, *group, "--alter", "--add-config", "consumer.session.timeout.ms=1000", check=False
     )
