@@ -142,7 +142,7 @@ class QueueSession:
             )
             if not ranges:
                 continue
-            self.runtime.notify_lock_added()
+            self.runtime.notify_lock_added(now + share.config.record_lock_duration_ms)
             wanted = {o: r.delivery_count for r in ranges for o in range(r.first_offset, r.last_offset + 1)}
             gaps = set(wanted)
             for batch in iter_batches(data):
