@@ -178,11 +178,13 @@ def _produce(bootstrap: str, topic: str, records: list[tuple[int, bytes, int]]) 
 def test_features_describe(tools: Tools) -> None:
     out = tools.both("org.apache.kafka.tools.FeatureCommand", "describe")
     rows = {b: _feature_rows(text) for b, text in out.items()}
-    assert set(rows["kbroker"]) == {"group.version", "transaction.version"}
-    for name, (low, high, finalized) in rows["kbroker"].items():
-        kafka_low, kafka_high, _ = rows["kafka"][name]
+    assert set(rows["kbroker"]) == {"group.version", "transaction.version", "share.version"}
+    for name, (low, high, _) in rows["kbroker"].items():
+        kafka_low, kafka_high, _kafka_level = rows["kafka"][name]
         assert low == kafka_low and high <= kafka_high
-        assert finalized == "0"  # kbroker finalizes neither KIP-848 groups nor transactions v2
+    # kbroker finalizes neither KIP-848 groups nor transactions v2; share groups at level 1, as Kafka 4.3
+    assert rows["kbroker"]["group.version"][2] == rows["kbroker"]["transaction.version"][2] == "0"
+    assert rows["kbroker"]["share.version"][2] == rows["kafka"]["share.version"][2] == "1"
     assert rows["kafka"]["transaction.version"][2] == "2"
 
 
