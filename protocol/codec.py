@@ -241,11 +241,6 @@ class StructPlan:
             w.write(data)
 
 
-def field_codec(field: Field, version: int, flexible: bool) -> tuple[Decoder, Encoder]:
-    decoder, encoder, _kind = _field_codecs(field, version, flexible)
-    return decoder, encoder
-
-
 FieldKind = tuple[str | None, str, tuple[Decoder, Encoder] | None]
 
 
