@@ -89,6 +89,15 @@ def print_json(value: Any) -> None:
     print(json.dumps(value, indent=2, sort_keys=False, default=str), flush=True)
 
 
+def report_deleted(kind: str, names: Sequence[str], output: str) -> None:
+    """What `topic delete` and `group delete` print once every name is deleted."""
+    if output == "json":
+        print_json([{kind: name, "deleted": True} for name in names])
+    else:
+        for name in names:
+            print(f"deleted {kind} {name}")
+
+
 def print_table(rows: Sequence[Sequence[Any]], header: Sequence[str]) -> None:
     """Left-aligned columns, two spaces apart; None prints as '-'."""
     cells = [list(header)] + [["-" if v is None else str(v) for v in row] for row in rows]

@@ -14,6 +14,7 @@ from kbroker.cli.common import (
     group_parser,
     print_json,
     print_table,
+    report_deleted,
     with_cluster,
 )
 
@@ -176,9 +177,5 @@ def _delete(cluster: Cluster, args: argparse.Namespace) -> int:
 
     for group in args.groups:
         delete_group(cluster, group)
-    if args.output == "json":
-        print_json([{"group": g, "deleted": True} for g in args.groups])
-    else:
-        for group in args.groups:
-            print(f"deleted group {group}")
+    report_deleted("group", args.groups, args.output)
     return EXIT_OK

@@ -12,6 +12,7 @@ from kbroker.cli.common import (
     parse_pairs,
     print_json,
     print_table,
+    report_deleted,
     with_cluster,
 )
 
@@ -131,9 +132,5 @@ def _delete(cluster: Cluster, args: argparse.Namespace) -> int:
 
     for topic in args.topics:
         delete_topic(cluster, topic)
-    if args.output == "json":
-        print_json([{"topic": t, "deleted": True} for t in args.topics])
-    else:
-        for topic in args.topics:
-            print(f"deleted topic {topic}")
+    report_deleted("topic", args.topics, args.output)
     return EXIT_OK
