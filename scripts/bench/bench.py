@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import statistics
 import sys
 import time
@@ -177,8 +178,12 @@ def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float)
     lines = [
         f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}`,"
         f" {elapsed / 60:.1f} min. {environment_note()}.",
-        f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
-        " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
+        (
+            f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
+            if BROKER_CPUS != LOADGEN_CPUS
+            else f"Unpinned: brokers and load generator may each use every core ({BROKER_CPUS}); order per round:"
+        )
+        + " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
         " checked (sequence, offset, size). Before the measured workloads each broker gets an untimed warm-up"
         " (256 Ki records of 1 KiB with acks=all, then 3 s of unbatched produce) so the JVM has compiled its"
         " hot paths. S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one."
@@ -229,7 +234,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts of W1, W2, W6")
     parser.add_argument("--brokers", default="kafka,kbroker", help="which to run (default both)")
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/performance.md")
+    parser.add_argument(
+        "--unpinned", action="store_true", help="let brokers and load generator use every core (as users run them)"
+    )
     args = parser.parse_args(argv)
+    if args.unpinned:
+        global BROKER_CPUS, LOADGEN_CPUS
+        BROKER_CPUS = LOADGEN_CPUS = f"0-{(os.cpu_count() or 1) - 1}"
     selected, extras = parse_selection(args.workloads)
     build_loadgen()
     prime = KBroker(BROKER_CPUS)  # one untimed start fills kbroker's bytecode cache
