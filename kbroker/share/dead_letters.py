@@ -15,7 +15,9 @@ The copy of a record from partition p goes to partition p % (partitions of the d
 so the dead letters of one partition stay in their order. A missing dead-letter topic is created
 with `num.partitions` when `auto.create.topics.enable` is true (as a producer's Metadata request
 would create it); otherwise the copies are not made (DeadLetterTopicMissing) and a warning is logged.
-A record already deleted from the log (retention, DeleteRecords) has nothing left to copy.
+A record already deleted from the log (retention, DeleteRecords) has nothing left to copy. Copies the
+dead-letter topic refuses for good (larger than its max.message.bytes, refused by its record
+validation) are dropped with a warning; a storage error is raised (the caller retries).
 """
 
 from __future__ import annotations
@@ -23,12 +25,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from kbroker.log import AppendOrigin, PartitionLog
+import structlog
+
+from kbroker.log import AppendOrigin, PartitionLog, RecordTooLargeError
 from kbroker.log.errors import InvalidTopicError, TopicExistsError
 from kbroker.log.metadata import validate_topic_name
+from kbroker.log.validator import RecordValidationError
 from kbroker.share.partition import DeadLetter
+from protocol.errors import InvalidRecordError
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import Record, RecordBatch, iter_batches
+
+log = structlog.get_logger(__name__)
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -121,12 +129,17 @@ async def copy_dead_letters(
     unified = logs.get_partition(target, partition % metadata.partitions)
     if unified is None or not copies:
         return 0
+    copied = 0
     for chunk in _chunks(copies):
-        info = unified.append_as_leader(
-            RecordBatch(bytearray(build_record_batch(chunk, base_offset=0))), AppendOrigin.CLIENT, now=now
-        )
+        batch = RecordBatch(bytearray(build_record_batch(chunk, base_offset=0)))
+        try:
+            info = unified.append_as_leader(batch, AppendOrigin.CLIENT, now=now)
+        except (RecordTooLargeError, RecordValidationError, InvalidRecordError) as error:
+            log.warning("share_dead_letters_refused", group=group_id, to=target, records=len(chunk), error=str(error))
+            continue
         await unified.wait_for_ack(info, -1)
-    return len(copies)
+        copied += len(chunk)
+    return copied
 
 
 def _chunks(copies: list[SimpleRecord]) -> list[list[SimpleRecord]]:

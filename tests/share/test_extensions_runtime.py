@@ -229,3 +229,31 @@ def test_without_auto_creation_a_missing_dead_letter_topic_drops_the_copies(tmp_
     asyncio.run(consume())
     assert logs.topic("dlq") is None
     assert runtime.partitions[("g", "t", 0)].start_offset == 1
+
+
+def test_a_copy_the_dead_letter_topic_refuses_is_dropped(tmp_path: Path) -> None:
+    clock = FakeClock(T0)
+    parts, runtime = runtime_on(
+        tmp_path, clock, {"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": "dlq"}
+    )
+    logs = parts.logs
+    logs.create_topic("t", 1)
+    logs.create_topic("dlq", 1, configs={"max.message.bytes": "400"})
+    append(logs, "t", [rec("x" * 500), rec("small")])
+
+    async def consume() -> None:
+        partition = runtime.share_partition("g", "t", 0)
+        log = logs.get_log("t", 0)
+        assert partition is not None and log is not None
+        acquire_from_log(partition, log, "a", clock(), 100, 1 << 20)
+        assert partition.acknowledge("a", [AcknowledgementBatch(0, 0, (int(AcknowledgeType.REJECT),))], clock()) == 0
+        runtime.after_acknowledge("g", "t", 0)
+        await runtime.persist("g")  # too large for the dead-letter topic: dropped, the acknowledgement stands
+        assert partition.acknowledge("a", [AcknowledgementBatch(1, 1, (int(AcknowledgeType.REJECT),))], clock()) == 0
+        runtime.after_acknowledge("g", "t", 0)
+        await runtime.persist("g")
+
+    asyncio.run(consume())
+    dlq = logs.get_log("dlq", 0)
+    assert dlq is not None
+    assert [r.value for b in iter_batches(dlq.read(0, 1 << 20).read()) for r in b.records()] == [b"small"]
