@@ -368,6 +368,7 @@ class ShareRuntime:
                 self._dirty.add((group, topic, index))
                 self._wake_fetches(topic, index)
             if partition.held:
+                partition.config = self.settings(group).partition  # the tag filter in force now
                 before = partition.start_offset
                 if partition.release_due(now):
                     self._wake_fetches(topic, index)
