@@ -180,3 +180,17 @@ def test_records_deleted_from_the_log_are_no_longer_held() -> None:
     assert sp.held == 1
     assert sp.release_due(100) == 1
     assert sp.acquire("b", 100, 5, 3) == [AcquiredRecords(2, 2, 1)]
+
+
+def test_holds_that_went_away_leave_no_deadline_behind() -> None:
+    """A held record archived (aborted) or deleted from the log leaves a stale entry that release_due drops, so the
+    runtime's timer does not keep waking for it."""
+    sp = SharePartition(0, CONFIG)
+    sp.acquire("a", 0, 3, 3, {o: RecordInfo(deliver_at=100 + o) for o in range(3)})
+    sp.archive_acquired("a", 0, 0)
+    sp.move_to_log_start(2)
+    assert sp.held == 1 and sp.next_deadline() == 100
+    assert sp.release_due(101) == 0  # two stale entries dropped
+    assert sp.next_deadline() == 102
+    assert sp.release_due(102) == 1
+    assert sp.next_deadline() is None
