@@ -222,8 +222,10 @@ class SharePartition:
         """Lock up to `max_records` records for `member_id`: redeliveries (and records now due) first, in
         offset order, then new offsets from the end offset up to `fetch_end` (exclusive: the high
         watermark, or the last stable offset) within the in-flight window. `info` gives the delivery
-        time and tags of the new offsets that have any (the others have neither): a record not yet due
-        is held, one the tag filter refuses is archived; neither counts as acquired."""
+        time and tags of the new offsets that have any (the others have neither; so with a tag filter or
+        `info`, every new offset below `fetch_end` must have been looked at): a record not yet due is
+        held, one the tag filter refuses is archived (or skipped, at the head of an empty window);
+        neither counts as acquired, but held and archived entries take room in the window."""
         if self._holds and self._holds[0][0] <= now:
             self.release_due(now)
         acquired: list[tuple[int, int]] = []  # (offset, delivery count)
@@ -241,15 +243,19 @@ class SharePartition:
                     if len(acquired) >= max_records or not self._available:
                         break
         room = min(max_records - len(acquired), self.start_offset + self.config.max_record_locks - self.end_offset)
-        last_new = min(fetch_end, self.end_offset + max(room, 0))
         tag_filter = self.config.tag_filter
         if not info and tag_filter is None:
+            last_new = min(fetch_end, self.end_offset + max(room, 0))
             for offset in range(self.end_offset, last_new):
                 self._records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
                 acquired.append((offset, 1))
-        elif last_new > self.end_offset:
-            self._take_new(member_id, now, deadline, last_new, info or {}, tag_filter, acquired)
-        self.end_offset = max(self.end_offset, last_new)
+        elif fetch_end > self.end_offset:
+            last_new = self._take_new(
+                member_id, now, deadline, fetch_end, max(room, 0), info or {}, tag_filter, acquired
+            )
+        else:
+            last_new = self.end_offset
+        self.end_offset = max(self.end_offset, last_new, self.start_offset)
         if tag_filter is not None:
             self._advance_start()  # archived records at the head leave the window
         ranges = _ranges(acquired)
@@ -262,23 +268,61 @@ class SharePartition:
         member_id: str,
         now: int,
         deadline: int,
-        last_new: int,
+        fetch_end: int,
+        budget: int,
         info: Mapping[int, RecordInfo],
         tag_filter: TagFilter | None,
         acquired: list[tuple[int, int]],
-    ) -> None:
+    ) -> int:
+        """Take new offsets from the end offset, run by run, making at most `budget` window entries; returns the
+        new end offset. Records the tag filter refuses while nothing is in flight before them are skipped (the
+        start offset moves past them, no entry is made, no budget is spent), so a filter costs nothing per
+        untagged record it refuses."""
+        records = self._records
         untagged_match = tag_filter is None or tag_filter.matches(NO_TAGS)
-        for offset in range(self.end_offset, last_new):
-            item = info.get(offset)
-            if item is not None and item.deliver_at > now:
-                self._records[offset] = _InFlight(RecordState.AVAILABLE, 0)
-                self._held[offset] = (item.deliver_at, item.tags)
-                heapq.heappush(self._holds, (item.deliver_at, offset))
-            elif untagged_match if item is None else (tag_filter is None or tag_filter.matches(item.tags)):
-                self._records[offset] = _InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
-                acquired.append((offset, 1))
+        head_clear = self.start_offset == self.end_offset  # nothing in flight before `offset`
+        offset = self.end_offset
+        keys = sorted(o for o in info if offset <= o < fetch_end)
+        keys.append(fetch_end)
+        for key in keys:
+            if offset < key:  # offsets without kbroker headers
+                if head_clear and not untagged_match:
+                    self.start_offset = offset = key
+                else:
+                    stop = min(key, offset + budget)
+                    for plain in range(offset, stop):
+                        if untagged_match:
+                            records[plain] = _InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
+                            acquired.append((plain, 1))
+                        else:
+                            records[plain] = _InFlight(RecordState.ARCHIVED, 0)
+                    budget -= stop - offset
+                    head_clear = head_clear and stop == offset
+                    offset = stop
+                    if offset < key:
+                        return offset  # the budget is spent
+            if key == fetch_end:
+                return offset
+            item = info[key]
+            refused = tag_filter is not None and not tag_filter.matches(item.tags)
+            if head_clear and refused and item.deliver_at <= now:
+                self.start_offset = offset = key + 1
+                continue
+            if budget <= 0:
+                return offset
+            if item.deliver_at > now:
+                records[key] = _InFlight(RecordState.AVAILABLE, 0)
+                self._held[key] = (item.deliver_at, item.tags)
+                heapq.heappush(self._holds, (item.deliver_at, key))
+            elif refused:
+                records[key] = _InFlight(RecordState.ARCHIVED, 0)
             else:
-                self._records[offset] = _InFlight(RecordState.ARCHIVED, 0)
+                records[key] = _InFlight(RecordState.ACQUIRED, 1, member_id, deadline)
+                acquired.append((key, 1))
+            budget -= 1
+            head_clear = False
+            offset = key + 1
+        return offset
 
     def release_due(self, now: int) -> int:
         """Held records whose delivery time has come become AVAILABLE (or ARCHIVED, when the tag filter

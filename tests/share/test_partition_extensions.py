@@ -194,3 +194,16 @@ def test_holds_that_went_away_leave_no_deadline_behind() -> None:
     assert sp.next_deadline() == 102
     assert sp.release_due(102) == 1
     assert sp.next_deadline() is None
+
+
+def test_refused_records_at_the_head_of_an_empty_window_are_skipped_without_entries() -> None:
+    sp = SharePartition(0, SharePartitionConfig(1000, 3, 10, tag_filter=parse_tag_filter("a")))
+    assert sp.acquire("m", 0, 1000, 500) == []  # 500 untagged records: more than the window, no entry each
+    assert (sp.start_offset, sp.end_offset, sp.in_flight) == (500, 500, 0)
+    info = {502: RecordInfo(tags=frozenset({"a"})), 505: RecordInfo(tags=frozenset({"b"}))}
+    assert offsets(sp.acquire("m", 0, 1000, 508, info)) == [502]
+    # 500-501 skipped; 503-507 come after an acquired record: archived entries in the window
+    assert (sp.start_offset, sp.end_offset) == (502, 508)
+    assert [sp.state_of(o) for o in (503, 505, 507)] == [(RecordState.ARCHIVED, 0)] * 3
+    assert sp.acknowledge("m", [ack(502, 502, AcknowledgeType.ACCEPT)], 1) == 0
+    assert (sp.start_offset, sp.in_flight) == (508, 0)
