@@ -27,7 +27,8 @@ kbroker's extensions (the caller passes what the records' headers say, record_he
   it are delivered first; being in the window, it keeps the start offset from passing it, and
   counts towards `max_record_locks`.
 - tag filter (`config.tag_filter`): a record whose tags do not match is ARCHIVED with delivery count
-  0 instead of being acquired, at its first acquisition (for a held record: when it becomes due).
+  0 instead of being acquired, at its first acquisition (for a delayed record: the first after it
+  became due; its tags are kept until then).
 - dead letters: with `config.dead_letters`, each record ARCHIVED by REJECT or by the delivery limit
   is noted in `dead_letters` (offset, delivery count, reason) for the caller to copy and drain.
 - after a restore the held times are unknown (not persisted): AVAILABLE records with delivery count
@@ -145,6 +146,7 @@ class SharePartition:
         self._locks: list[tuple[int, int, int]] = []  # heap of (deadline, first, last)
         self._held: dict[int, tuple[int, frozenset[str]]] = {}  # AVAILABLE offset -> (delivery time, tags)
         self._holds: list[tuple[int, int]] = []  # heap of (delivery time, offset); stale entries skipped
+        self._due_tags: dict[int, frozenset[str]] = {}  # tags of held records now due, until their first acquisition
         self.dead_letters: list[DeadLetter] = []  # drained by the caller
 
     # ------------------------------------------------------------------ queries
@@ -230,10 +232,17 @@ class SharePartition:
             self.release_due(now)
         acquired: list[tuple[int, int]] = []  # (offset, delivery count)
         deadline = now + self.config.record_lock_duration_ms
+        tag_filter = self.config.tag_filter
         if self._available and max_records > 0:
             held = self._held
             for offset, record in self._records.items():
                 if record.state is RecordState.AVAILABLE and offset not in held:
+                    if record.delivery_count == 0 and self._refused_when_due(offset, tag_filter):
+                        record.state = RecordState.ARCHIVED  # a delayed record, judged at its first acquisition
+                        self._available -= 1
+                        if not self._available:
+                            break
+                        continue
                     record.state = RecordState.ACQUIRED
                     record.delivery_count += 1
                     record.member_id = member_id
@@ -243,7 +252,6 @@ class SharePartition:
                     if len(acquired) >= max_records or not self._available:
                         break
         room = min(max_records - len(acquired), self.start_offset + self.config.max_record_locks - self.end_offset)
-        tag_filter = self.config.tag_filter
         if not info and tag_filter is None:
             last_new = min(fetch_end, self.end_offset + max(room, 0))
             for offset in range(self.end_offset, last_new):
@@ -262,6 +270,10 @@ class SharePartition:
         for item in ranges:
             heapq.heappush(self._locks, (deadline, item.first_offset, item.last_offset))
         return ranges
+
+    def _refused_when_due(self, offset: int, tag_filter: TagFilter | None) -> bool:
+        tags = self._due_tags.pop(offset, NO_TAGS)
+        return tag_filter is not None and not tag_filter.matches(tags)
 
     def _take_new(
         self,
@@ -325,26 +337,19 @@ class SharePartition:
         return offset
 
     def release_due(self, now: int) -> int:
-        """Held records whose delivery time has come become AVAILABLE (or ARCHIVED, when the tag filter
-        refuses them); how many became available."""
+        """Held records whose delivery time has come become AVAILABLE (their tags are kept for the tag filter
+        at their first acquisition); how many."""
         released = 0
-        archived = False
-        tag_filter = self.config.tag_filter
         while self._holds and self._holds[0][0] <= now:
             due, offset = heapq.heappop(self._holds)
             entry = self._held.get(offset)
             if entry is None or entry[0] != due:
                 continue  # stale: archived, deleted, or reset meanwhile
             del self._held[offset]
-            record = self._records[offset]
-            if tag_filter is not None and not tag_filter.matches(entry[1]):
-                record.state = RecordState.ARCHIVED
-                archived = True
-            else:
-                self._available += 1
-                released += 1
-        if archived:
-            self._advance_start()
+            if entry[1]:
+                self._due_tags[offset] = entry[1]
+            self._available += 1
+            released += 1
         return released
 
     def resolve(self, info: Mapping[int, RecordInfo], now: int) -> int:
@@ -455,6 +460,7 @@ class SharePartition:
         self._locks.clear()
         self._held.clear()
         self._holds.clear()
+        self._due_tags.clear()
         self._available = 0
 
     def move_to_log_start(self, log_start_offset: int) -> None:
@@ -463,6 +469,7 @@ class SharePartition:
             return
         for offset in range(self.start_offset, min(log_start_offset, self.end_offset)):
             record = self._records.pop(offset)
+            self._due_tags.pop(offset, None)
             if self._held.pop(offset, None) is not None:
                 continue
             if record.state is RecordState.AVAILABLE:

@@ -367,13 +367,8 @@ class ShareRuntime:
             if partition.expire_locks(now):
                 self._dirty.add((group, topic, index))
                 self._wake_fetches(topic, index)
-            if partition.held:
-                partition.config = self.settings(group).partition  # the tag filter in force now
-            before = partition.start_offset
             if partition.release_due(now):  # (also drops stale entries: their deadlines would come back)
                 self._wake_fetches(topic, index)
-            if partition.start_offset != before:  # due records the tag filter archived
-                self._dirty.add((group, topic, index))
         self._evict_idle_sessions(now)
         self._after_change()
         self._persist_later()

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from kbroker.share.partition import (
     DELIVERY_LIMIT,
     REJECTED,
@@ -126,11 +129,16 @@ def test_a_filter_change_applies_to_records_not_acquired_yet() -> None:
     assert sp.state_of(2) == (RecordState.ARCHIVED, 0)
 
 
-def test_a_held_record_the_filter_refuses_is_archived_when_due() -> None:
+def test_a_delayed_record_meets_the_filter_in_force_at_its_first_acquisition() -> None:
     sp = SharePartition(0, SharePartitionConfig(1000, 3, 10, tag_filter=parse_tag_filter("a")))
-    assert sp.acquire("m", 0, 10, 1, {0: RecordInfo(deliver_at=100, tags=frozenset({"b"}))}) == []
-    assert sp.release_due(100) == 0
-    assert (sp.state_of(0), sp.start_offset) == (None, 1)
+    info = {0: RecordInfo(deliver_at=100, tags=frozenset({"b"})), 1: RecordInfo(deliver_at=100, tags=frozenset({"a"}))}
+    assert sp.acquire("m", 0, 10, 2, info) == []
+    assert sp.release_due(100) == 2  # due: acquirable, judged when acquired
+    sp.config = SharePartitionConfig(1000, 3, 10, tag_filter=parse_tag_filter("b"))
+    assert sp.acquire("m", 100, 10, 2) == [AcquiredRecords(0, 0, 1)]
+    assert sp.state_of(1) == (RecordState.ARCHIVED, 0)
+    assert sp.acknowledge("m", [ack(0, 0, AcknowledgeType.ACCEPT)], 101) == 0
+    assert (sp.start_offset, sp.in_flight) == (2, 0)
 
 
 def test_dead_letters_for_reject_and_the_delivery_limit_only() -> None:
@@ -207,3 +215,77 @@ def test_refused_records_at_the_head_of_an_empty_window_are_skipped_without_entr
     assert [sp.state_of(o) for o in (503, 505, 507)] == [(RecordState.ARCHIVED, 0)] * 3
     assert sp.acknowledge("m", [ack(502, 502, AcknowledgeType.ACCEPT)], 1) == 0
     assert (sp.start_offset, sp.in_flight) == (508, 0)
+
+
+LOG_SIZE = 40
+TAGS = [frozenset(), frozenset({"a"}), frozenset({"b"}), frozenset({"a", "b"})]
+FILTERS = [None, "a", "a || b", "!a", "a && !b"]
+LOG = st.lists(
+    st.tuples(st.sampled_from([0, 0, 500, 2000]), st.sampled_from(TAGS)), min_size=LOG_SIZE, max_size=LOG_SIZE
+)
+STEPS = st.lists(
+    st.tuples(
+        st.sampled_from(["produce", "acquire", "accept", "release", "reject", "time", "filter", "restore"]),
+        st.integers(0, 1),
+        st.integers(1, 8),
+    ),
+    max_size=60,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(LOG, STEPS)
+def test_random_steps_with_holds_and_filters_keep_the_invariants(
+    log: list[tuple[int, frozenset[str]]], steps: list[tuple[str, int, int]]
+) -> None:
+    """A record is never first delivered before its time, nor (at its first delivery) against the filter in
+    force; a finished record never comes back, also across a restore; the start offset never passes a held
+    record; the count of acquirable records matches the states."""
+    infos = {o: RecordInfo(delay + 1000 if delay else 0, tags) for o, (delay, tags) in enumerate(log) if delay or tags}
+    config = SharePartitionConfig(1000, 3, 8, dead_letters=True)
+    sp = SharePartition(0, config)
+    now, log_end = 1000, 0
+    finished: set[int] = set()
+    holding: dict[str, set[int]] = {"m0": set(), "m1": set()}
+    for op, m, n in steps:
+        member = f"m{m}"
+        if op == "produce":
+            log_end = min(LOG_SIZE, log_end + n)
+        elif op == "acquire":
+            for r in sp.acquire(member, now, n, log_end, {o: i for o, i in infos.items() if o < log_end}):
+                for offset in range(r.first_offset, r.last_offset + 1):
+                    assert offset not in finished
+                    item = infos.get(offset, RecordInfo())
+                    if r.delivery_count == 1:
+                        assert item.deliver_at <= now
+                        assert sp.config.tag_filter is None or sp.config.tag_filter.matches(item.tags)
+                    for others in holding.values():
+                        others.discard(offset)
+                    holding[member].add(offset)
+        elif op in ("accept", "release", "reject") and holding[member]:
+            offset = min(holding[member])
+            kind = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE}.get(
+                op, AcknowledgeType.REJECT
+            )
+            if sp.acknowledge(member, [ack(offset, offset, kind)], now) == 0 and kind is not AcknowledgeType.RELEASE:
+                finished.add(offset)
+            holding[member].discard(offset)
+        elif op == "time":
+            now += n * 300
+            sp.expire_locks(now)
+            sp.release_due(now)
+        elif op == "filter":
+            text = FILTERS[n % len(FILTERS)]
+            config = SharePartitionConfig(1000, 3, 8, tag_filter=None if text is None else parse_tag_filter(text))
+            sp.config = config
+        elif op == "restore":  # a kill -9: what the state says, held times read again from the log
+            sp = SharePartition.restore(sp.start_offset, sp.state_batches(), config)
+            sp.resolve({o: infos[o] for o in sp.unresolved() if o in infos}, now)
+            holding = {"m0": set(), "m1": set()}
+        states = {o: sp.state_of(o) for o in range(sp.start_offset, sp.end_offset)}
+        for offset in sp._held:
+            assert sp.start_offset <= offset < sp.end_offset
+            assert states[offset] == (RecordState.AVAILABLE, 0)
+        available = [o for o, s in states.items() if s and s[0] is RecordState.AVAILABLE and o not in sp._held]
+        assert sp._available == len(available)
+        assert sp.in_flight <= 8
