@@ -2,6 +2,7 @@
 ShareConsumer): delayed delivery, tag filtering, dead letters. Group configs are set with Kafka's own
 ConfigCommand (kafka-configs --entity-type groups). Apache Kafka has none of these, so these scenarios run
 against kbroker only; the share-group behaviour they build on is compared with Kafka in test_share_groups.py.
+The kill -9 scenario starts a kbroker of its own.
 """
 
 from __future__ import annotations
@@ -11,12 +12,15 @@ import subprocess
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from tests.compat.conftest import KBROKER_ARGS
 from tests.compat.share_members import Delivered, ShareMember
+from tests.process import BrokerProcess
 
 KINDS = ["java", "confluent"]
 pytestmark = pytest.mark.skipif(
@@ -199,3 +203,37 @@ def test_rejected_and_exhausted_records_are_copied_to_the_dead_letter_topic(
     assert (flaky["kbroker-dlq-offset"], flaky["kbroker-dlq-delivery-count"]) == (b"1", b"2")
     assert flaky["kbroker-dlq-reason"] == b"delivery-count-limit"
     assert classic_read(bootstrap, dlq, 3, timeout=3)[2:] == []  # "fine" was accepted: no copy
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_delayed_records_pending_across_a_broker_kill_9(tmp_path: Path, members: list[ShareMember], kind: str) -> None:
+    """A kbroker of its own, killed with SIGKILL while delayed records wait: after the restart they are delivered
+    at their time, once, and the records accepted before never come back."""
+    broker = BrokerProcess(tmp_path / "data", *KBROKER_ARGS).start()
+    try:
+        topic, group = setup_topic(broker.bootstrap)
+        member = start_member(members, kind, broker.bootstrap, group, topic)
+        produced = time.monotonic()
+        produce(
+            broker.bootstrap,
+            topic,
+            [
+                ("d0", [("kbroker-deliver-after-ms", "6000")]),
+                ("n1", []),
+                ("d2", [("kbroker-deliver-after-ms", "7000")]),
+                ("n3", []),
+            ],
+        )
+        assert sorted(d.value for _, d in poll_until(member, 2, 20)) == ["n1", "n3"]
+        members.remove(member)
+        member.crash()
+        broker.kill()
+        broker.start()
+        member = start_member(members, kind, broker.bootstrap, group, topic)
+        got = poll_until(member, 2, 30)
+        got += [(time.monotonic(), d) for d in member.poll(timeout_ms=2000)]  # nothing more comes
+        assert [d.value for _, d in got] == ["d0", "d2"]
+        assert all(d.delivery_count == 1 for _, d in got)
+        assert got[0][0] - produced >= 5.5 and got[1][0] - produced >= 6.5
+    finally:
+        broker.stop()
