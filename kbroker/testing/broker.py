@@ -55,7 +55,8 @@ class InProcessBroker:
         """`config`: broker properties (Kafka's names) over TEST_DEFAULTS. `http`: also an HTTP listener
         on a free port (`http_url`); with `kbroker.testing.admin.enable=true` in `config` it serves the
         test controls at /v1/testing/*. `data_dir`: kept after stop (default: a temporary directory,
-        removed). `log_level`: the broker's logging, if nothing in the process configured structlog."""
+        removed). `log_level`: the broker's own log (structlog, to stderr) if nothing in the process configured
+        structlog; the standard library's logging is left alone."""
         self.properties = {**TEST_DEFAULTS, **{k: _text(v) for k, v in (config or {}).items()}}
         if http:
             self.properties.setdefault("kbroker.http.listeners", "http://127.0.0.1:0")
@@ -76,7 +77,7 @@ class InProcessBroker:
         if not structlog.is_configured():
             from kbroker.logging_setup import configure_logging
 
-            configure_logging(self.log_level)
+            configure_logging(self.log_level, stdlib=False)
         config = BrokerConfig.build(self.properties, listen="127.0.0.1:0", data_dir=self.data_dir)
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(config, ready), name="kbroker", daemon=True)

@@ -68,6 +68,7 @@ class TestControls:
         assert broker is not None, "reset before the broker started"
         started = time.perf_counter()
         self.faults.clear()
+        self.faults.injected = 0
         closed = self.close_connections("broker reset")
         groups = shares = transactions = 0
         if broker.groups is not None:
