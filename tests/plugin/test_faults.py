@@ -113,3 +113,46 @@ def test_close_connections_now(kbroker: InProcessBroker) -> None:
     assert kbroker.close_connections() >= 1
     assert producer.send("orders", b"2").get(10).offset == 1  # the client reconnects
     producer.close()
+
+
+def test_consumer_rides_out_coordinator_and_fetch_errors(kbroker: InProcessBroker) -> None:
+    """Top-level errors (FindCoordinator) and per-partition ones (Fetch) are retried by a group consumer."""
+    create_topic(kbroker, "orders")
+    producer = Producer({"bootstrap.servers": kbroker.bootstrap})
+    for i in range(5):
+        producer.produce("orders", f"m{i}".encode())
+    assert producer.flush(10) == 0
+    kbroker.fail("FindCoordinator", "COORDINATOR_NOT_AVAILABLE", count=2)
+    kbroker.fail("Fetch", "NOT_LEADER_OR_FOLLOWER", count=2)
+    consumer = Consumer({"bootstrap.servers": kbroker.bootstrap, "group.id": "g", "auto.offset.reset": "earliest"})
+    consumer.subscribe(["orders"])
+    values: list[bytes] = []
+    deadline = time.monotonic() + 20
+    while len(values) < 5 and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    consumer.close()
+    assert values == [f"m{i}".encode() for i in range(5)]
+    assert kbroker.faults["injected"] == 4
+
+
+def test_metadata_shows_no_leader_for_an_unavailable_partition(kbroker: InProcessBroker) -> None:
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    admin.create_topics([NewTopic("orders", 2, 1)])["orders"].result(10)
+    kbroker.make_unavailable("orders", 1)
+    partitions = admin.list_topics("orders", timeout=10).topics["orders"].partitions
+    assert partitions[0].leader == 1 and partitions[0].error is None
+    assert partitions[1].leader == -1 and partitions[1].error.code() == KafkaError.LEADER_NOT_AVAILABLE
+    kbroker.clear_faults()
+    assert admin.list_topics("orders", timeout=10).topics["orders"].partitions[1].leader == 1
+
+
+def test_disconnect_before_handling(kbroker: InProcessBroker) -> None:
+    """The connection closes before the request is handled: the client sends it again on a new one."""
+    producer = KafkaProducer(bootstrap_servers=kbroker.bootstrap, retries=5, retry_backoff_ms=10)
+    producer.send("orders", b"1").get(10)
+    kbroker.disconnect("Produce")
+    assert producer.send("orders", b"2").get(10).offset == 1
+    producer.close()
+    assert kbroker.faults["injected"] == 1
