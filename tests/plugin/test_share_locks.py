@@ -48,3 +48,5 @@ def test_unacknowledged_records_come_back_after_the_lock_expires(kbroker: InProc
     assert all(count == 2 for offset, count in again if offset in dict(acquired))
     second.close()
     first.close()
+    cleared = kbroker.reset()
+    assert (cleared["share_groups"], cleared["topics"]) == (1, 1)

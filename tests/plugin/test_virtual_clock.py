@@ -108,6 +108,7 @@ def test_abandoned_transaction_times_out_after_advance(kbroker: InProcessBroker)
     read(15)
     consumer.close()
     assert values == [b"after the transaction"]
+    assert kbroker.reset()["transactions"] == 1  # the aborted transaction's id, forgotten
 
 
 def test_retention_deletes_old_segments_after_advance(kbroker: InProcessBroker) -> None:
