@@ -209,8 +209,11 @@ class Faults:
         for topic in (answer or {}).get("topics", ()):
             for p in topic.get("partitions", ()):
                 if (topic["name"], p["partition_index"]) in self.unavailable:
+                    # as Kafka answers for a partition whose leader is offline: no leader, its replicas offline
                     p.update(
-                        error_code=int(ErrorCode.LEADER_NOT_AVAILABLE), leader_id=-1, replica_nodes=[], isr_nodes=[]
+                        error_code=int(ErrorCode.LEADER_NOT_AVAILABLE),
+                        leader_id=-1,
+                        offline_replicas=list(p.get("replica_nodes", ())),
                     )
         return answer
 
