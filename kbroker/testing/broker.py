@@ -50,12 +50,14 @@ class InProcessBroker:
         *,
         data_dir: str | Path | None = None,
         http: bool = False,
+        port: int = 0,
         log_level: str = "warning",
     ) -> None:
         """`config`: broker properties (Kafka's names) over TEST_DEFAULTS. `http`: also an HTTP listener
         on a free port (`http_url`); with `kbroker.testing.admin.enable=true` in `config` it serves the
         test controls at /v1/testing/*. `data_dir`: kept after stop (default: a temporary directory,
-        removed). `log_level`: the broker's own log (structlog, to stderr) if nothing in the process configured
+        removed). `port`: 0 for a free one, or the port of a broker stopped before (a restart on
+        the same data directory and address). `log_level`: the broker's own log (structlog, to stderr) if nothing in the process configured
         structlog; the standard library's logging is left alone."""
         self.properties = {**TEST_DEFAULTS, **{k: _text(v) for k, v in (config or {}).items()}}
         if http:
@@ -63,6 +65,7 @@ class InProcessBroker:
         self._own_dir = data_dir is None
         self.data_dir = Path(data_dir) if data_dir is not None else Path(tempfile.mkdtemp(prefix="kbroker-test-"))
         self.log_level = log_level
+        self.requested_port = port
         self.controls = TestControls()
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -78,7 +81,7 @@ class InProcessBroker:
             from kbroker.logging_setup import configure_logging
 
             configure_logging(self.log_level, stdlib=False)
-        config = BrokerConfig.build(self.properties, listen="127.0.0.1:0", data_dir=self.data_dir)
+        config = BrokerConfig.build(self.properties, listen=f"127.0.0.1:{self.requested_port}", data_dir=self.data_dir)
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(config, ready), name="kbroker", daemon=True)
         self._thread.start()
