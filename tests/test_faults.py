@@ -64,7 +64,6 @@ def test_no_fault_calls_the_handler_as_it_is() -> None:
         ),
         (ApiKey.FETCH, {"topics": [{"topic": "t", "partitions": [{"partition": 2}]}]}),
         (ApiKey.LIST_OFFSETS, {"topics": [{"name": "t", "partitions": [{"partition_index": 1}]}]}),
-        (ApiKey.METADATA, {"topics": [{"name": "t"}]}),
         (ApiKey.FIND_COORDINATOR, {"key": "g"}),
     ],
 )

@@ -163,9 +163,12 @@ class Faults:
         self.injected += 1
         log.info("fault_injected", kind=fault.kind, api=ApiKey(api_key).name, connection_id=ctx.connection_id)
         if fault.kind == FAIL:
+            if api_key == ApiKey.METADATA:  # the brokers as they are, every topic failed (none created)
+                answer = handler.func(ctx, {**request, "allow_auto_topic_creation": False})
+                return _then(answer, lambda a: _fail_topics(a, fault.error_code))
             answer = error_answer(handler, ctx.api_version, request, fault.error_code)
             if answer is None:
-                self.close_connection(ctx.connection_id, "injected failure (the API has no error code)")
+                self.close_connection(ctx.connection_id, "injected failure with no answer to carry it")
             return answer
         if fault.kind == DISCONNECT and not fault.after:
             self.close_connection(ctx.connection_id, "injected disconnect")
@@ -278,8 +281,9 @@ def _add_partition_errors(
 
 
 def error_answer(handler: Handler, version: int, request: dict[str, Any], code: int) -> dict[str, Any] | None:
-    """`request` answered with `code`: per partition (Produce, Fetch, ListOffsets), per topic
-    (Metadata), else the top-level error code; None for an API that has no error code to give."""
+    """`request` answered with `code`: per partition (Produce, Fetch, ListOffsets), else the top-level
+    error code; None for an API that has no error code to give (Metadata is failed per topic around
+    its handler, in Faults)."""
     api_key = handler.api_key
     if api_key == ApiKey.PRODUCE and request.get("acks") == 0:
         return None
@@ -289,21 +293,12 @@ def error_answer(handler: Handler, version: int, request: dict[str, Any], code: 
         empty = {topics_key: []} if api_key != ApiKey.FETCH else {"error_code": 0, "session_id": 0, "responses": []}
         answer = {"throttle_time_ms": 0, **{_ANSWER_LAYOUT[api_key][0]: []}, **empty}
         return _add_partition_errors(api_key, answer, refused, code)
-    if api_key == ApiKey.METADATA:
-        names = [t["name"] for t in request["topics"] or ()]
-        topics = [{"error_code": code, "name": n, "is_internal": False, "partitions": []} for n in names]
-        return {"throttle_time_ms": 0, "brokers": [], "cluster_id": None, "controller_id": -1, "topics": topics}
     if "error_code" not in {f.name for f in handler.response.fields}:
         return None
     return {"error_code": code}
 
 
-def has_error_answer(api_key: int, handlers: Mapping[int, Handler]) -> bool:
-    handler = handlers.get(api_key)
-    if handler is None:
-        return False
-    return (
-        api_key in _PARTITION_LAYOUT
-        or api_key == ApiKey.METADATA
-        or "error_code" in {f.name for f in handler.response.fields}
-    )
+def _fail_topics(answer: dict[str, Any] | None, code: int) -> dict[str, Any] | None:
+    for topic in (answer or {}).get("topics", ()):
+        topic.update(error_code=code, partitions=[])
+    return answer

@@ -156,3 +156,14 @@ def test_disconnect_before_handling(kbroker: InProcessBroker) -> None:
     assert producer.send("orders", b"2").get(10).offset == 1
     producer.close()
     assert kbroker.faults["injected"] == 1
+
+
+def test_failed_metadata_names_the_error_per_topic(kbroker: InProcessBroker) -> None:
+    create_topic(kbroker, "orders")
+    kbroker.fail("Metadata", "TOPIC_AUTHORIZATION_FAILED", count=None)  # the client's own refreshes too
+    admin = AdminClient({"bootstrap.servers": kbroker.bootstrap})
+    topic = admin.list_topics("orders", timeout=10).topics["orders"]
+    assert topic.error is not None and topic.error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert kbroker.faults["faults"][0]["remaining"] is None
+    kbroker.clear_faults()
+    assert admin.list_topics("orders", timeout=10).topics["orders"].error is None
