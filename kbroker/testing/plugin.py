@@ -6,6 +6,8 @@ out in-process brokers (kbroker.testing.InProcessBroker).
   goes; client connections left open by the previous test are closed), which takes a few ms.
 - `kbroker_factory`: `kbroker_factory(config={...}, http=True)` starts a broker of the test's
   own, configured as asked; each is stopped when the test ends.
+
+The ini option `kbroker_config` (lines of KEY=VALUE, broker properties) configures the shared broker.
 """
 
 from __future__ import annotations
@@ -18,10 +20,29 @@ import pytest
 from kbroker.testing.broker import InProcessBroker
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addini(
+        "kbroker_config",
+        "broker properties (KEY=VALUE, one a line) of the shared broker behind the kbroker fixture",
+        type="linelist",
+        default=[],
+    )
+
+
+def ini_config(lines: list[str]) -> dict[str, str]:
+    config = {}
+    for line in lines:
+        key, sep, value = line.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"kbroker_config: expected KEY=VALUE, got {line!r}")
+        config[key.strip()] = value.strip()
+    return config
+
+
 @pytest.fixture(scope="session")
-def kbroker_session() -> Iterator[InProcessBroker]:
+def kbroker_session(pytestconfig: pytest.Config) -> Iterator[InProcessBroker]:
     """The session's shared broker behind the `kbroker` fixture (started on first use)."""
-    broker = InProcessBroker().start()
+    broker = InProcessBroker(ini_config(pytestconfig.getini("kbroker_config"))).start()
     try:
         yield broker
     finally:
