@@ -77,6 +77,8 @@ class InProcessBroker:
     def start(self, timeout: float = 30.0) -> InProcessBroker:
         from kbroker.config import BrokerConfig
 
+        if self._thread is not None:
+            return self
         if not structlog.is_configured():
             from kbroker.logging_setup import configure_logging
 
@@ -87,8 +89,12 @@ class InProcessBroker:
         self._thread.start()
         if not ready.wait(timeout):
             raise TimeoutError(f"kbroker did not start within {timeout}s")
-        if self._failure is not None:
-            raise RuntimeError("kbroker failed to start") from self._failure
+        if self._failure is not None or self.controls.broker is None:
+            self._thread.join(timeout)
+            self._thread = None
+            if self._own_dir:
+                shutil.rmtree(self.data_dir, ignore_errors=True)
+            raise RuntimeError(f"kbroker failed to start: {self._failure}") from self._failure
         return self
 
     def _run(self, config: Any, ready: threading.Event) -> None:
@@ -117,6 +123,9 @@ class InProcessBroker:
             task = asyncio.ensure_future(serve(config, started, controls=self.controls, stop=self._stop))
             waiter = asyncio.ensure_future(started.wait())
             await asyncio.wait([task, waiter], return_when=asyncio.FIRST_COMPLETED)
+            if task.done():  # it failed to start: the failure is recorded before `ready` is set
+                waiter.cancel()
+                return task.result()
             ready.set()
             return await task
 

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from confluent_kafka.admin import AdminClient
 from kafka import KafkaConsumer, KafkaProducer
 
@@ -40,3 +42,11 @@ def test_restart_keeps_acknowledged_records(kbroker_factory: Callable[..., InPro
             break
     consumer.close()
     assert values == [b"m0", b"m1", b"m2"]
+
+
+def test_a_broker_that_cannot_start_says_why(kbroker_factory: Callable[..., InProcessBroker]) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(RuntimeError, match="cannot listen"):
+            kbroker_factory(port=taken.getsockname()[1])
