@@ -82,7 +82,8 @@ class InProcessBroker:
         if not structlog.is_configured():
             from kbroker.logging_setup import configure_logging
 
-            configure_logging(self.log_level, stdlib=False)
+            # cache=False: tests in the same process may configure structlog again (capture their logs)
+            configure_logging(self.log_level, cache=False, stdlib=False)
         config = BrokerConfig.build(self.properties, listen=f"127.0.0.1:{self.requested_port}", data_dir=self.data_dir)
         ready = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(config, ready), name="kbroker", daemon=True)
