@@ -5,8 +5,8 @@
   LogAppendTime of a topic that uses it) before which it is not delivered. With both, the later time;
 - `kbroker-tag`: one tag of the record (a record may carry several), for `kbroker.share.tag.filter`.
 
-Values are UTF-8 text; the times are decimal integers. A time that does not parse, or is negative,
-is ignored (the record is delivered as if it had no such header).
+Values are UTF-8 text; the times are decimal integers that fit a Java long. A time that does not parse,
+is negative or is larger is ignored (the record is delivered as if it had no such header).
 
 Cost: a batch is decoded only when its records contain the bytes `kbroker-` at all, found with one
 C-speed search over the records section (after decompression for a compressed batch). Other batches,
@@ -75,8 +75,9 @@ def batch_record_info(batch: RecordBatch) -> dict[int, RecordInfo]:
 
 
 def _millis(value: bytes) -> int:
-    try:
-        number = int(value.decode("ascii").strip())
-    except (UnicodeDecodeError, ValueError):
+    """A non-negative decimal that fits a Java long (at most 19 digits), else 0 (ignored)."""
+    text = value.strip()
+    if not text.isdigit() or len(text) > 19:
         return 0
-    return max(number, 0)
+    number = int(text)
+    return number if number < 1 << 63 else 0

@@ -68,7 +68,7 @@ def test_headers_are_found_in_plain_and_compressed_batches() -> None:
         rec("b", ("kbroker-deliver-at", "2000000")),
         rec("c", ("kbroker-deliver-after-ms", "500"), timestamp=T0 + 7),
         rec("d", ("kbroker-tag", "x"), ("kbroker-tag", "y"), ("other", "1")),
-        rec("e", ("kbroker-deliver-at", "junk"), ("kbroker-deliver-after-ms", "-5")),
+        rec("e", ("kbroker-deliver-at", "junk"), ("kbroker-deliver-after-ms", "-5"), ("kbroker-deliver-at", "9" * 20)),
         rec("f", ("kbroker-deliver-at", "3000000"), ("kbroker-deliver-after-ms", "5000000")),
     ]
     for codec in (compression.NONE, compression.GZIP, compression.ZSTD):
