@@ -165,8 +165,6 @@ def _acquire_once(
             ctx.log.error("share_fetch_read_failed", topic=name, partition=index, error=str(error))
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             continue
-        if share.held:
-            runtime.notify_lock_added(share.next_deadline())  # the timer wakes fetches when they are due
         if not ranges:
             read_on = read_on or (share.end_offset > before and more_to_read(share, fetch_end))
             continue

@@ -38,7 +38,7 @@ kbroker's extensions (the caller passes what the records' headers say, record_he
 from __future__ import annotations
 
 import heapq
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -148,6 +148,7 @@ class SharePartition:
         self._holds: list[tuple[int, int]] = []  # heap of (delivery time, offset); stale entries skipped
         self._due_tags: dict[int, frozenset[str]] = {}  # tags of held records now due, until their first acquisition
         self.dead_letters: list[DeadLetter] = []  # drained by the caller
+        self.on_hold: Callable[[int], None] | None = None  # told the earliest new delivery time (a timer to set)
 
     # ------------------------------------------------------------------ queries
 
@@ -324,8 +325,7 @@ class SharePartition:
                 return offset
             if item.deliver_at > now:
                 records[key] = _InFlight(RecordState.AVAILABLE, 0)
-                self._held[key] = (item.deliver_at, item.tags)
-                heapq.heappush(self._holds, (item.deliver_at, key))
+                self._hold(key, item.deliver_at, item.tags)
             elif refused:
                 records[key] = _InFlight(RecordState.ARCHIVED, 0)
             else:
@@ -358,9 +358,14 @@ class SharePartition:
         for offset in self.unresolved():
             item = info.get(offset)
             due, tags = (0, NO_TAGS) if item is None else (item.deliver_at, item.tags)
-            self._held[offset] = (due, tags)
-            heapq.heappush(self._holds, (due, offset))
+            self._hold(offset, due, tags)
         return self.release_due(now)
+
+    def _hold(self, offset: int, due: int, tags: frozenset[str]) -> None:
+        self._held[offset] = (due, tags)
+        if self.on_hold is not None and (not self._holds or due < self._holds[0][0]):
+            self.on_hold(due)
+        heapq.heappush(self._holds, (due, offset))
 
     # ------------------------------------------------------------------ acknowledge
 

@@ -148,6 +148,7 @@ class ShareRuntime:
             self._topic_ids[key] = self._topic_id(topic)
             start = self._reset_offset(partition_log, settings.auto_offset_reset)
             partition = self.partitions[key] = SharePartition(start, settings.partition)
+            partition.on_hold = self.notify_lock_added
             self.coordinator.ensure_group(group_id)
             self._dirty.add(key)  # the start offset chosen now must survive a restart
             self._persist_later()
@@ -192,6 +193,7 @@ class ShareRuntime:
         partition = self.partitions.get(key)
         if partition is None or self._topic_ids.get(key) != self._topic_id(topic):
             partition = self.partitions[key] = SharePartition(start, self.settings(group_id).partition)
+            partition.on_hold = self.notify_lock_added
             self._topic_ids[key] = self._topic_id(topic)
         partition.reset(start)
         self.coordinator.ensure_group(group_id)
@@ -311,6 +313,7 @@ class ShareRuntime:
             self.partitions[(key.group_id, topic, key.partition)] = SharePartition.restore(
                 state.start_offset, list(state.batches), config
             )
+            self.partitions[(key.group_id, topic, key.partition)].on_hold = self.notify_lock_added
             self._topic_ids[(key.group_id, topic, key.partition)] = key.topic_id
             if self.partitions[(key.group_id, topic, key.partition)].dead_letters:
                 self._dirty.add((key.group_id, topic, key.partition))  # archived at the limit while restoring
@@ -392,7 +395,8 @@ class ShareRuntime:
         return min(deadlines) if deadlines else None
 
     def notify_lock_added(self, deadline: int | None) -> None:
-        """New acquisition locks or held records until `deadline`: the timer is woken only if it sleeps past it
+        """New acquisition locks or held records until `deadline` (share partitions call it for the records they
+        hold, whoever acquires: ShareFetch or the HTTP gateway): the timer is woken only if it sleeps past it
         (most acquisitions lock until later than an earlier one, so a busy ShareFetch path rarely wakes it)."""
         if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
             self._wake.set()

@@ -257,3 +257,27 @@ def test_a_copy_the_dead_letter_topic_refuses_is_dropped(tmp_path: Path) -> None
     dlq = logs.get_log("dlq", 0)
     assert dlq is not None
     assert [r.value for b in iter_batches(dlq.read(0, 1 << 20).read()) for r in b.records()] == [b"small"]
+
+
+def test_holding_a_record_wakes_a_timer_that_sleeps_past_its_time(tmp_path: Path) -> None:
+    """Whoever acquires (ShareFetch, the HTTP gateway), a new held record earlier than the timer's next wake-up
+    wakes the timer, which then sleeps until that time."""
+    clock = FakeClock(T0)
+    parts, runtime = runtime_on(tmp_path, clock, {"share.auto.offset.reset": "earliest"})
+    logs = parts.logs
+    logs.create_topic("t", 1)
+    append(logs, "t", [rec("later", ("kbroker-deliver-at", str(T0 + 3000))), rec("now")])
+
+    async def scenario() -> None:
+        partition = runtime.share_partition("g", "t", 0)
+        log = logs.get_log("t", 0)
+        assert partition is not None and log is not None
+        runtime._sleeping_until = T0 + 60_000  # the timer sleeps until a session timeout
+        runtime._wake.clear()
+        acquire_from_log(partition, log, "a", clock(), 100, 1 << 20)
+        assert runtime._wake.is_set()
+        assert partition.next_deadline() == T0 + 1000  # the lock of "now"; then the hold
+        partition.expire_locks(T0 + 1000)
+        assert partition.next_deadline() == T0 + 3000
+
+    asyncio.run(scenario())
