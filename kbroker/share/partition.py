@@ -149,6 +149,7 @@ class SharePartition:
         self._due_tags: dict[int, frozenset[str]] = {}  # tags of held records now due, until their first acquisition
         self.dead_letters: list[DeadLetter] = []  # drained by the caller
         self.on_hold: Callable[[int], None] | None = None  # told the earliest new delivery time (a timer to set)
+        self.needs_resolve = False  # restored held records wait for `resolve`
 
     # ------------------------------------------------------------------ queries
 
@@ -359,6 +360,7 @@ class SharePartition:
             item = info.get(offset)
             due, tags = (0, NO_TAGS) if item is None else (item.deliver_at, item.tags)
             self._hold(offset, due, tags)
+        self.needs_resolve = False
         return self.release_due(now)
 
     def _hold(self, offset: int, due: int, tags: frozenset[str]) -> None:
@@ -509,6 +511,7 @@ class SharePartition:
             partition._records[offset] = _InFlight(state, count)
             if state is RecordState.AVAILABLE and count == 0:
                 partition._held[offset] = (UNRESOLVED, NO_TAGS)
+                partition.needs_resolve = True
             elif state is RecordState.AVAILABLE:
                 partition._available += 1
         partition.end_offset = end

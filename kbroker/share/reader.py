@@ -43,7 +43,7 @@ def acquire_from_log(
 ) -> tuple[list[AcquiredRecords], bytes]:
     """Acquire up to `max_records` for `member_id`: (acquired ranges, the record batches holding them)."""
     end = log.high_watermark if fetch_end is None else fetch_end
-    if partition.held and partition.unresolved():
+    if partition.needs_resolve:
         resolve_restored(partition, log, now)
     ranges: list[AcquiredRecords] = []
     for _ in range(MAX_READS):
@@ -87,7 +87,10 @@ def resolve_restored(partition: SharePartition, log: PartitionLog, now: int) -> 
     times and tags are not persisted)."""
     offsets = partition.unresolved()
     info: dict[int, RecordInfo] = {}
-    position, last = offsets[0], offsets[-1]
+    if not offsets:  # deleted from the log meanwhile
+        partition.resolve(info, now)
+        return
+    position, last = max(offsets[0], log.log_start_offset), offsets[-1]
     while position <= last and position < log.log_end_offset:
         data = log.read(position, READ_BYTES).read()
         before = position
