@@ -46,7 +46,7 @@ def acquire_from_log(
     if partition.needs_resolve:
         resolve_restored(partition, log, now)
     ranges: list[AcquiredRecords] = []
-    for _ in range(MAX_READS):
+    for reads in range(MAX_READS):
         start = partition.end_offset
         limit = start
         info: dict[int, RecordInfo] = {}
@@ -58,10 +58,11 @@ def acquire_from_log(
                 limit = batch.next_offset
                 if limit > start:
                     _read_headers(batch, info)
-                if whole_batches and limit >= wanted:
+                # after a read that gave nothing (all held or refused), the whole read is looked at
+                if whole_batches and limit >= wanted and not reads:
                     break
             limit = min(limit, end)
-            if whole_batches and limit > wanted:
+            if whole_batches and limit > wanted and not reads:
                 wanted_records += limit - wanted  # the last batch whole
         ranges += partition.acquire(member_id, now, wanted_records, limit, info)
         if ranges or partition.end_offset == start or partition.end_offset >= end:
