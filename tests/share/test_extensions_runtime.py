@@ -8,9 +8,11 @@ import asyncio
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from kbroker.config import BrokerConfig
 from kbroker.config_repository import ConfigRepository
-from kbroker.log import AppendOrigin, LogConfig, LogManager
+from kbroker.log import AppendOrigin, KafkaStorageError, LogConfig, LogManager
 from kbroker.share.coordinator import HeartbeatRequest, ShareCoordinatorConfig
 from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType, RecordState, SharePartitionConfig
 from kbroker.share.reader import acquire_from_log
@@ -281,3 +283,56 @@ def test_holding_a_record_wakes_a_timer_that_sleeps_past_its_time(tmp_path: Path
         assert partition.next_deadline() == T0 + 3000
 
     asyncio.run(scenario())
+
+
+def test_a_crash_between_the_copy_and_the_state_copies_again(tmp_path: Path) -> None:
+    """The order that makes dead letters at least once: the copy is durable before the state archiving the record
+    is written. A crash in between (here: the state write fails, then kill -9) redelivers the record, and
+    rejecting it again copies it again, with the same origin headers."""
+    clock = FakeClock(T0)
+    configs = {"share.auto.offset.reset": "earliest", "errors.deadletterqueue.topic.name": "dlq"}
+    parts, runtime = runtime_on(tmp_path, clock, configs)
+    logs = parts.logs
+    logs.create_topic("t", 1)
+    append(logs, "t", [rec("poison")])
+    reject = [AcknowledgementBatch(0, 0, (int(AcknowledgeType.REJECT),))]
+
+    async def first_life() -> None:
+        partition = runtime.share_partition("g", "t", 0)
+        log = logs.get_log("t", 0)
+        assert partition is not None and log is not None
+        await runtime.persist()  # the initial start offset
+        acquire_from_log(partition, log, "a", clock(), 100, 1 << 20)
+        assert partition.acknowledge("a", reject, clock()) == 0
+        runtime.after_acknowledge("g", "t", 0)
+
+        async def crash(states: object) -> None:
+            raise KafkaStorageError("the broker died here")
+
+        runtime.store.write = crash  # type: ignore[method-assign]
+        with pytest.raises(KafkaStorageError):
+            await runtime.persist("g")
+
+    asyncio.run(first_life())
+    logs.abort()
+    parts, restarted = runtime_on(tmp_path, clock, configs)
+    logs = parts.logs
+
+    async def second_life() -> None:
+        partition = restarted.share_partition("g", "t", 0)
+        log = logs.get_log("t", 0)
+        assert partition is not None and log is not None
+        ranges, _ = acquire_from_log(partition, log, "b", clock(), 100, 1 << 20)
+        assert [(r.first_offset, r.delivery_count) for r in ranges] == [(0, 1)]  # not archived: delivered again
+        assert partition.acknowledge("b", reject, clock()) == 0
+        restarted.after_acknowledge("g", "t", 0)
+        await restarted.persist("g")
+
+    asyncio.run(second_life())
+    dlq = logs.get_log("dlq", 0)
+    assert dlq is not None
+    copies = [r for b in iter_batches(dlq.read(0, 1 << 20).read()) for r in b.records()]
+    origins = [
+        {h.key: h.value for h in r.headers if h.key in ("kbroker-dlq-topic", "kbroker-dlq-offset")} for r in copies
+    ]
+    assert origins == [{"kbroker-dlq-topic": b"t", "kbroker-dlq-offset": b"0"}] * 2
