@@ -25,11 +25,11 @@ import structlog
 from aiohttp import WSMsgType, web
 
 from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
-from kbroker.http.rest.partitioner import partition_for_key
 from kbroker.http.rest.produce import append_records
 from kbroker.log import KafkaStorageError
 from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType
 from kbroker.share.reader import acquire_from_log
+from protocol.partitioner import partition_for_key
 from protocol.record_builder import SimpleRecord
 from protocol.records import iter_batches
 
