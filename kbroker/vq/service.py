@@ -23,6 +23,7 @@ import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,7 @@ from kbroker.group.store import encode_batches, read_partition
 from kbroker.log import AppendOrigin, KafkaStorageError, TopicExistsError
 from kbroker.log.checkpoint import write_atomically
 from kbroker.log.coordinator_log import CoordinatorLog
+from kbroker.vq.batch_cache import BatchCache, DecodedBatch
 from kbroker.vq.index import CheckpointError, QueueIndex
 from kbroker.vq.positions import Ack, Positions, encode_key, encode_value
 from kbroker.vq.records import QueueRecord, deliverable
@@ -49,6 +51,7 @@ log = structlog.get_logger(__name__)
 CHECKPOINT_FILE = "vq-index.checkpoint"
 SCAN_CHUNK_BYTES = 4 * 1024 * 1024
 READ_BYTES = 16 * 1024  # a sparse queue reads one batch per record; a dense one a few at a time
+CACHED_RECORDS = 50_000  # decoded records of recently read batches (batch_cache.py)
 POSITIONS_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(16 * 1024 * 1024)}
 
 
@@ -91,6 +94,7 @@ class VirtualQueues:
         self.index: QueueIndex | None = None  # None until the data topic exists
         self.checkpoint_path = Path(logs.data_dir) / CHECKPOINT_FILE
         self._task: asyncio.Task[None] | None = None
+        self.batches: BatchCache[QueueRecord] = BatchCache(CACHED_RECORDS)
 
     # -- life cycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -223,8 +227,7 @@ class VirtualQueues:
     # -- queues ---------------------------------------------------------------------------
     def partition_of(self, queue: str) -> int:
         metadata = self.logs.topic(self.config.topic)
-        partitions = metadata.partitions if metadata is not None else self.config.partitions
-        return partition_for_key(queue.encode(), partitions)
+        return _partition(queue, metadata.partitions if metadata is not None else self.config.partitions)
 
     def exists(self, queue: str) -> bool:
         if self.positions.by_queue.get(queue):
@@ -289,16 +292,25 @@ class VirtualQueues:
             for batch in iter_batches(unified.read(offsets[at], READ_BYTES).read()):
                 if batch.is_control or batch.last_offset < offsets[at]:
                     continue
-                for record in batch.records():
-                    while at < count and offsets[at] < record.offset:
-                        at += 1  # not in the log any more
-                    if at < count and record.offset == offsets[at]:
-                        yield QueueRecord(record.offset, record.timestamp, record.value, list(record.headers))
-                        at += 1
+                decoded = self._decoded(unified.partition, batch)
+                while at < count and offsets[at] <= batch.last_offset:
+                    record = decoded.get(offsets[at])
+                    at += 1
+                    if record is not None:  # None: gone (retention)
+                        yield record
                 if at >= count:
                     break
             if at == before:
                 at += 1  # gone (retention): skip it
+
+    def _decoded(self, partition: int, batch: RecordBatch) -> DecodedBatch[QueueRecord]:
+        key = (self.index.topic_id if self.index else b"", partition, batch.base_offset)
+        decoded = self.batches.get(key)
+        if decoded is None:
+            records = [QueueRecord(r.offset, r.timestamp, r.value, list(r.headers)) for r in batch.records()]
+            decoded = DecodedBatch([r.offset for r in records], records)
+            self.batches.put(key, decoded)
+        return decoded
 
     # -- positions ------------------------------------------------------------------------
     async def ack(self, queue: str, consumer: str, offset: int, *, allow_rewind: bool) -> Ack:
@@ -355,6 +367,11 @@ class VirtualQueues:
         if self.index is not None:
             names.update(q for _, q in self.index.queues())
         return sorted(n for n in names if n.startswith(prefix))
+
+
+@lru_cache(maxsize=65536)
+def _partition(queue: str, partitions: int) -> int:
+    return partition_for_key(queue.encode(), partitions)
 
 
 def _now() -> int:
