@@ -141,6 +141,10 @@ class SharePartition:
     def acquired_by(self, member_id: str) -> int:
         return sum(1 for r in self._records.values() if r.state is RecordState.ACQUIRED and r.member_id == member_id)
 
+    def acquired_offsets(self, member_id: str) -> list[int]:
+        """The offsets `member_id` holds now (ACQUIRED by it), ascending."""
+        return [o for o, r in self._records.items() if r.state is RecordState.ACQUIRED and r.member_id == member_id]
+
     def next_deadline(self) -> int | None:
         return self._locks[0][0] if self._locks else None
 
