@@ -95,6 +95,8 @@ class VirtualQueues:
         self.checkpoint_path = Path(logs.data_dir) / CHECKPOINT_FILE
         self._task: asyncio.Task[None] | None = None
         self.batches: BatchCache[QueueRecord] = BatchCache(CACHED_RECORDS)
+        self._writing: asyncio.Future[None] | None = None
+        self._checkpointed: object = None  # what the last checkpoint covered (skip writing it again)
 
     # -- life cycle --------------------------------------------------------------------
     def start(self) -> None:
@@ -123,6 +125,9 @@ class VirtualQueues:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
             self._task = None
+        if self._writing is not None:  # a periodic write still in the executor finishes first
+            with contextlib.suppress(OSError):
+                await self._writing
         self.write_checkpoint()
 
     def _load_positions(self) -> None:
@@ -152,24 +157,42 @@ class VirtualQueues:
         return index
 
     async def _checkpoints(self) -> None:
+        loop = asyncio.get_running_loop()
         while True:
             await asyncio.sleep(self.config.checkpoint_interval_ms / 1000)
+            data = self._checkpoint_data()
+            if data is None:
+                continue
+            self._writing = loop.run_in_executor(None, write_atomically, self.checkpoint_path, data)
             try:
-                self.write_checkpoint()
+                await asyncio.shield(self._writing)
             except OSError as error:
                 log.error("vq_index_checkpoint_failed", error=str(error))
 
-    def write_checkpoint(self) -> None:
+    def _checkpoint_data(self) -> bytes | None:
+        """The index as a checkpoint (offsets below the log start dropped first); None: unchanged since the last."""
         index = self.index
         if index is None:
-            return
+            return None
         dropped = 0
+        starts = []
         for number, partition in enumerate(index.partitions):
             unified = self.logs.get_partition(self.config.topic, number)
-            if unified is not None:
-                dropped += partition.trim(unified.log_start_offset)
-        write_atomically(self.checkpoint_path, index.to_bytes())
-        log.info("vq_index_checkpoint_written", queues=index.queue_count(), expired_queues=dropped)
+            start = unified.log_start_offset if unified is not None else 0
+            dropped += partition.trim(start)
+            starts.append((partition.scanned_to, start))
+        mark = (index.topic_id, tuple(starts))
+        if mark == self._checkpointed:
+            return None
+        self._checkpointed = mark
+        data = index.to_bytes()
+        log.info("vq_index_checkpoint_written", queues=index.queue_count(), expired_queues=dropped, bytes=len(data))
+        return data
+
+    def write_checkpoint(self) -> None:
+        data = self._checkpoint_data()
+        if data is not None:
+            write_atomically(self.checkpoint_path, data)
 
     # -- the index follows the data topic -------------------------------------------------
     def _on_append(self, unified: UnifiedLog, info: AppendInfo, size: int) -> None:
@@ -318,7 +341,15 @@ class VirtualQueues:
         log_end = unified.log_end_offset if unified is not None else 0
         result = self.positions.ack(queue, consumer, offset, allow_rewind=allow_rewind, log_end=log_end)
         if result.previous != result.position:
-            await self._write_positions([(encode_key(queue, consumer), encode_value(offset, _now()))])
+            try:
+                await self._write_positions([(encode_key(queue, consumer), encode_value(offset, _now()))])
+            except KafkaStorageError:
+                if self.positions.get(queue, consumer) == offset:  # not moved again meanwhile: undo
+                    if result.previous is None:
+                        self.positions.remove(queue, consumer)
+                    else:
+                        self.positions.set(queue, consumer, result.previous)
+                raise
         return result
 
     async def delete_consumer(self, queue: str, consumer: str) -> bool:
