@@ -251,6 +251,10 @@ def test_bad_requests(http_broker: HttpBroker) -> None:
                              (f"/{queue}/records?consumer=" + "y" * 300, 422), ("?limit=0", 400)):  # fmt: skip
             got, body = await vq.call("GET", path)
             assert got == status and "message" in body, (path, body)
+        status, body = await vq.call("POST", f"/{queue}", data=b"x" * (2 * 1024 * 1024))  # > max.message.bytes
+        assert status == 413 and "exceeds the limit" in body["message"]
+        status, body = await vq.call("POST", f"/{queue}", data=b"x" * (9 * 1024 * 1024))  # > the body limit
+        assert status == 413
         binary = bytes(range(256))
         offset = await vq.publish(queue, binary)
         (record,) = (await vq.read(queue, offset=offset))["records"]

@@ -78,6 +78,9 @@ def test_kill_9_keeps_positions_and_the_index(tmp_path: Path) -> None:
         alpha = listed["queues"][0]
         assert alpha["depth"] == 43 and alpha["consumers"] == [{"consumer": "c1", "position": a[20], "lag": 23}]
 
+        status, positions_topic = http_json("GET", f"{broker.url}/topics/__kbroker_vq_positions")
+        assert status == 200 and positions_topic["configs"]["cleanup.policy"] == "compact"
+
         # positions and the index written just before a kill -9 survive it too
         ack(broker, "alpha", "c1", tail[1])
         publish(broker, "alpha", "last")
