@@ -1,4 +1,4 @@
-"""A virtual queue's record as read, and the delivery headers it may carry (pure).
+"""A virtual queue's record as read, the delivery headers it may carry, reading in order (pure).
 
 The headers are the share groups' own (docs/queues.md):
   kbroker-deliver-at        epoch milliseconds (ASCII decimal): not delivered before then
@@ -62,13 +62,19 @@ def due_at(timestamp: int, headers: Sequence[Header]) -> int | None:
     return due
 
 
-def deliverable(records: Sequence[QueueRecord], now: int) -> tuple[list[QueueRecord], int | None]:
-    """The records up to the first one not yet due (a queue is read in order: a delayed record holds
-    the ones behind it), and when that one is due (None: none is held back)."""
+def deliverable(
+    entries: Sequence[tuple[int, QueueRecord | None]], now: int, start: int
+) -> tuple[list[QueueRecord], int, int | None]:
+    """(records, next offset, blocked until) of a read from `start` that found `entries` (offset, record;
+    None: a record not to deliver: an aborted transaction's, or gone). A queue is read in order: a
+    record not yet due holds the ones behind it, and the next offset stops at it."""
     out: list[QueueRecord] = []
-    for record in records:
-        due = record.due_at
-        if due is not None and due > now:
-            return out, due
-        out.append(record)
-    return out, None
+    next_offset = start
+    for offset, record in entries:
+        if record is not None:
+            due = record.due_at
+            if due is not None and due > now:
+                return out, offset, due
+            out.append(record)
+        next_offset = offset + 1
+    return out, next_offset, None

@@ -45,6 +45,7 @@ from protocol.records import RecordBatch, iter_batches
 if TYPE_CHECKING:
     from kbroker.log import LogManager, UnifiedLog
     from kbroker.log.partition_log import AppendInfo
+    from kbroker.log.txn_index_file import AbortedTxn
 
 log = structlog.get_logger(__name__)
 
@@ -292,39 +293,44 @@ class VirtualQueues:
         return start if position is None else max(position, start)
 
     def read(self, queue: str, start: int, limit: int, now: int | None = None) -> ReadResult:
-        """Up to `limit` records of the queue at or after `start`, in order, stopping at one not yet due."""
+        """Up to `limit` records of the queue at or after `start`, in order, below the last stable offset,
+        records of aborted transactions left out, stopping at one not yet due."""
         partition = self.partition_of(queue)
         unified = self._data_log(queue)
         if unified is None or self.index is None:
             return ReadResult(partition, [], start, None)
         start = max(start, unified.log_start_offset)
-        wanted = [o for o in self.index.next_offsets(partition, queue, start, limit) if o < unified.high_watermark]
-        records = list(self._fetch(unified, wanted))
-        ready, blocked = deliverable(records, int(time.time() * 1000) if now is None else now)
-        if blocked is not None:
-            next_offset = records[len(ready)].offset
-        else:
-            next_offset = ready[-1].offset + 1 if ready else start
+        stable = unified.last_stable_offset()
+        wanted = [o for o in self.index.next_offsets(partition, queue, start, limit) if o < stable]
+        entries = list(self._fetch(unified, wanted))
+        ready, next_offset, blocked = deliverable(entries, int(time.time() * 1000) if now is None else now, start)
         return ReadResult(partition, ready, next_offset, blocked)
 
-    def _fetch(self, unified: UnifiedLog, offsets: list[int]) -> Iterator[QueueRecord]:
-        """The records at `offsets` (ascending), decoding only the batches that hold them."""
+    def _fetch(self, unified: UnifiedLog, offsets: list[int]) -> Iterator[tuple[int, QueueRecord | None]]:
+        """(offset, record) for `offsets` (ascending), decoding only the batches that hold them; the record
+        is None for one of an aborted transaction, or gone (retention)."""
         at, count = 0, len(offsets)
+        aborted: list[AbortedTxn] | None = None
         while at < count:
             before = at
             for batch in iter_batches(unified.read(offsets[at], READ_BYTES).read()):
                 if batch.is_control or batch.last_offset < offsets[at]:
                     continue
+                if batch.is_transactional:
+                    if aborted is None:
+                        aborted = unified.collect_aborted(offsets[0], offsets[-1] + 1)
+                    skip = _aborted(batch.producer_id, batch.base_offset, aborted)
+                else:
+                    skip = False
                 decoded = self._decoded(unified.partition, batch)
                 while at < count and offsets[at] <= batch.last_offset:
-                    record = decoded.get(offsets[at])
+                    yield offsets[at], None if skip else decoded.get(offsets[at])
                     at += 1
-                    if record is not None:  # None: gone (retention)
-                        yield record
                 if at >= count:
                     break
             if at == before:
-                at += 1  # gone (retention): skip it
+                yield offsets[at], None  # gone (retention)
+                at += 1
 
     def _decoded(self, partition: int, batch: RecordBatch) -> DecodedBatch[QueueRecord]:
         key = (self.index.topic_id if self.index else b"", partition, batch.base_offset)
@@ -398,6 +404,10 @@ class VirtualQueues:
         if self.index is not None:
             names.update(q for _, q in self.index.queues())
         return sorted(n for n in names if n.startswith(prefix))
+
+
+def _aborted(producer_id: int, base_offset: int, aborted: list[AbortedTxn]) -> bool:
+    return any(t.producer_id == producer_id and t.first_offset <= base_offset <= t.last_offset for t in aborted)
 
 
 @lru_cache(maxsize=65536)

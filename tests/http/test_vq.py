@@ -262,3 +262,30 @@ def test_bad_requests(http_broker: HttpBroker) -> None:
         assert (await vq.read(queue, offset=offset))["records"][0]["value"] != ""
 
     run(http_broker, scenario)
+
+
+def test_transactional_producers_are_read_committed(http_broker: HttpBroker) -> None:
+    queue = queue_name("txn")
+
+    async def scenario(vq: Vq) -> None:
+        await vq.publish(queue, "before")
+        producer = Producer({"bootstrap.servers": http_broker.bootstrap, "partitioner": "murmur2_random",
+                             "transactional.id": queue})  # fmt: skip
+        producer.init_transactions(10)
+        producer.begin_transaction()
+        producer.produce("kbroker-vq", key=queue, value=b"aborted")
+        producer.flush(10)
+        assert values(await vq.read(queue, consumer="c")) == ["before"]  # the open transaction holds the rest
+        producer.abort_transaction(10)
+        producer.begin_transaction()
+        producer.produce("kbroker-vq", key=queue, value=b"pending")
+        producer.flush(10)
+        body = await vq.read(queue, consumer="c")
+        assert values(body) == ["before"]
+        await vq.ack(queue, "c", body["next_offset"])
+        producer.commit_transaction(10)
+        body = await vq.read(queue, consumer="c")
+        assert values(body) == ["pending"]  # the aborted record is never returned
+        assert values(await vq.read(queue, offset=0)) == ["before", "pending"]
+
+    run(http_broker, scenario)

@@ -27,8 +27,17 @@ def test_tag() -> None:
 
 def test_a_record_not_yet_due_holds_the_ones_behind_it() -> None:
     records = [record(0), record(1, ("kbroker-deliver-at", b"2000")), record(2)]
-    ready, blocked = deliverable(records, now=1500)
-    assert [r.offset for r in ready] == [0] and blocked == 2000
-    ready, blocked = deliverable(records, now=2000)
-    assert [r.offset for r in ready] == [0, 1, 2] and blocked is None
-    assert deliverable([], now=0) == ([], None)
+    entries = [(r.offset, r) for r in records]
+    ready, next_offset, blocked = deliverable(entries, now=1500, start=0)
+    assert [r.offset for r in ready] == [0] and next_offset == 1 and blocked == 2000
+    ready, next_offset, blocked = deliverable(entries, now=2000, start=0)
+    assert [r.offset for r in ready] == [0, 1, 2] and next_offset == 3 and blocked is None
+    assert deliverable([], now=0, start=7) == ([], 7, None)
+
+
+def test_records_not_to_deliver_are_passed() -> None:
+    # an aborted transaction's records (None) are skipped, and the next offset moves past them
+    entries = [(3, None), (5, record(5)), (9, None)]
+    ready, next_offset, blocked = deliverable(entries, now=0, start=2)
+    assert [r.offset for r in ready] == [5] and next_offset == 10 and blocked is None
+    assert deliverable([(4, None)], now=0, start=0) == ([], 5, None)
