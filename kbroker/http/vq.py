@@ -74,13 +74,13 @@ class VqRoutes:
             raise RestError(400, 400, "give ?consumer=NAME or ?offset=N, not both")
         if consumer is None and "offset" not in request.query:
             raise RestError(400, 400, "give ?consumer=NAME (read after its position) or ?offset=N (a manual read)")
+        offset = _int_query(request, "offset", 0, 0, 2**63 - 1)
+        if consumer is not None:
+            _name(consumer, "consumer")
         self._require(queue)
         deadline = time.monotonic() + timeout / 1000
-        while True:
-            if consumer is not None:
-                start = self.queues.start_offset(queue, _name(consumer, "consumer"))
-            else:
-                start = _int_query(request, "offset", 0, 0, 2**63 - 1)
+        while True:  # a consumer's position may move while a long poll waits: looked up each time
+            start = offset if consumer is None else self.queues.start_offset(queue, consumer)
             result = self.queues.read(queue, start, limit)
             left_ms = int((deadline - time.monotonic()) * 1000)
             if result.records or left_ms <= 0:

@@ -44,10 +44,10 @@ class BatchCache(Generic[T]):
         return batch
 
     def put(self, key: tuple[bytes, int, int], batch: DecodedBatch[T]) -> None:
-        if len(batch.offsets) < CACHE_MIN_RECORDS or len(batch.offsets) > self.max_records or key in self._batches:
+        if len(batch.offsets) < CACHE_MIN_RECORDS or key in self._batches:
             return
         self._batches[key] = batch
         self.records += len(batch.offsets)
-        while self.records > self.max_records:
+        while self.records > self.max_records and len(self._batches) > 1:  # a batch larger than the bound: alone
             _, dropped = self._batches.popitem(last=False)
             self.records -= len(dropped.offsets)

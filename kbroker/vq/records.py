@@ -25,7 +25,7 @@ class QueueRecord:
     offset: int
     timestamp: int
     value: bytes | None
-    headers: list[Header]
+    headers: tuple[Header, ...]
 
     @property
     def due_at(self) -> int | None:

@@ -52,7 +52,7 @@ log = structlog.get_logger(__name__)
 CHECKPOINT_FILE = "vq-index.checkpoint"
 SCAN_CHUNK_BYTES = 4 * 1024 * 1024
 READ_BYTES = 16 * 1024  # a sparse queue reads one batch per record; a dense one a few at a time
-CACHED_RECORDS = 50_000  # decoded records of recently read batches (batch_cache.py)
+CACHED_RECORDS = 20_000  # decoded records of recently read batches (batch_cache.py)
 POSITIONS_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(16 * 1024 * 1024)}
 
 
@@ -336,7 +336,7 @@ class VirtualQueues:
         key = (self.index.topic_id if self.index else b"", partition, batch.base_offset)
         decoded = self.batches.get(key)
         if decoded is None:
-            records = [QueueRecord(r.offset, r.timestamp, r.value, list(r.headers)) for r in batch.records()]
+            records = [QueueRecord(r.offset, r.timestamp, r.value, tuple(r.headers)) for r in batch.records()]
             decoded = DecodedBatch([r.offset for r in records], records)
             self.batches.put(key, decoded)
         return decoded

@@ -7,7 +7,7 @@ from protocol.records import Header
 
 
 def record(offset: int, *headers: tuple[str, bytes | None], timestamp: int = 1000) -> QueueRecord:
-    return QueueRecord(offset, timestamp, b"v", [Header(k, v) for k, v in headers])
+    return QueueRecord(offset, timestamp, b"v", tuple(Header(k, v) for k, v in headers))
 
 
 def test_due_at() -> None:
