@@ -410,7 +410,7 @@ def _aborted(producer_id: int, base_offset: int, aborted: list[AbortedTxn]) -> b
     return any(t.producer_id == producer_id and t.first_offset <= base_offset <= t.last_offset for t in aborted)
 
 
-@lru_cache(maxsize=65536)
+@lru_cache(maxsize=4096)  # the queues of the requests in progress
 def _partition(queue: str, partitions: int) -> int:
     return partition_for_key(queue.encode(), partitions)
 
