@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import time
+from bisect import bisect_right
 from typing import Any
 
 from aiohttp import web
@@ -131,8 +132,11 @@ class VqRoutes:
 
     async def list_queues(self, request: web.Request) -> web.Response:
         prefix = request.query.get("prefix", "")
+        after = request.query.get("after", "")
         limit = _int_query(request, "limit", 1000, 1, MAX_LIST)
         names = self.queues.names(prefix)
+        if after:
+            names = names[bisect_right(names, after) :]
         listed = [_info(self.queues.describe(n)) for n in names[:limit]]
         return web.json_response({"queues": listed, "truncated": len(names) > limit})
 

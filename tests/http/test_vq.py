@@ -96,6 +96,14 @@ def test_two_named_consumers_read_independently(http_broker: HttpBroker) -> None
         assert lags == {"alice": (offsets[2], 3), "bob": (offsets[4], 1)}
         status, one = await vq.call("GET", f"/{queue}")
         assert status == 200 and one == entry
+        # pages: after a name, limited
+        prefix = queue_name("page")
+        for i in range(5):
+            await vq.publish(f"{prefix}-{i}", "x")
+        status, page = await vq.call("GET", "", params={"prefix": prefix, "limit": "2", "after": f"{prefix}-1"})
+        assert [q["queue"] for q in page["queues"]] == [f"{prefix}-2", f"{prefix}-3"] and page["truncated"]
+        status, page = await vq.call("GET", "", params={"prefix": prefix, "after": f"{prefix}-3"})
+        assert [q["queue"] for q in page["queues"]] == [f"{prefix}-4"] and not page["truncated"]
 
     run(http_broker, scenario)
 
