@@ -54,7 +54,7 @@ class HttpGateway:
         app.router.add_get("/metrics", self.metrics)
         self.consumers = add_rest_routes(app, self.broker)
         app.router.add_get("/v1/queues/ws", queue_socket)
-        self.virtual_queues = VirtualQueues(self.broker.logs, _vq_config(self.broker))
+        self.virtual_queues = VirtualQueues(self.broker.logs, _vq_config(self.broker), self.broker.clock.wall_ms)
         VqRoutes(self.virtual_queues, self.broker.fetch_waiters.wait).add_to(app)
         explain = Explain(self.broker)
         app.router.add_get("/v1/explain/groups", explain.groups)

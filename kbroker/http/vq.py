@@ -87,7 +87,7 @@ class VqRoutes:
             if result.records or left_ms <= 0:
                 break
             if result.blocked_until is not None:
-                left_ms = min(left_ms, max(1, result.blocked_until - int(time.time() * 1000)))
+                left_ms = min(left_ms, max(1, result.blocked_until - self.queues.clock()))
             await self.wait([(self.queues.config.topic, result.partition)], 1, left_ms)
         body: dict[str, Any] = {
             "queue": queue,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -56,6 +56,10 @@ CACHED_RECORDS = 20_000  # decoded records of recently read batches (batch_cache
 POSITIONS_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(16 * 1024 * 1024)}
 
 
+def _now() -> int:
+    return int(time.time() * 1000)
+
+
 class QueueNotFound(Exception):
     pass
 
@@ -85,9 +89,10 @@ class QueueInfo:
 
 
 class VirtualQueues:
-    def __init__(self, logs: LogManager, config: VqConfig) -> None:
+    def __init__(self, logs: LogManager, config: VqConfig, clock: Callable[[], int] = _now) -> None:
         self.logs = logs
         self.config = config
+        self.clock = clock  # wall-clock ms: record timestamps and when delayed records are due
         self.positions = Positions()
         self.positions_log = CoordinatorLog(
             logs, config.positions_topic, 1, POSITIONS_CONFIGS, snapshot_min_bytes=2**62
@@ -280,7 +285,7 @@ class VirtualQueues:
         unified = self._data_log(queue)
         if unified is None:
             raise KafkaStorageError(f"{self.config.topic} has no log for queue {queue}")
-        record = SimpleRecord(queue.encode(), value, headers, int(time.time() * 1000))
+        record = SimpleRecord(queue.encode(), value, headers, self.clock())
         batch = RecordBatch(bytearray(build_record_batch([record], partition_leader_epoch=0)))
         info = unified.append_as_leader(batch, AppendOrigin.CLIENT)
         await unified.wait_for_ack(info, -1)
@@ -303,7 +308,7 @@ class VirtualQueues:
         stable = unified.last_stable_offset()
         wanted = [o for o in self.index.next_offsets(partition, queue, start, limit) if o < stable]
         entries = list(self._fetch(unified, wanted))
-        ready, next_offset, blocked = deliverable(entries, int(time.time() * 1000) if now is None else now, start)
+        ready, next_offset, blocked = deliverable(entries, self.clock() if now is None else now, start)
         return ReadResult(partition, ready, next_offset, blocked)
 
     def _fetch(self, unified: UnifiedLog, offsets: list[int]) -> Iterator[tuple[int, QueueRecord | None]]:
@@ -348,7 +353,7 @@ class VirtualQueues:
         result = self.positions.ack(queue, consumer, offset, allow_rewind=allow_rewind, log_end=log_end)
         if result.previous != result.position:
             try:
-                await self._write_positions([(encode_key(queue, consumer), encode_value(offset, _now()))])
+                await self._write_positions([(encode_key(queue, consumer), encode_value(offset, self.clock()))])
             except KafkaStorageError:
                 if self.positions.get(queue, consumer) == offset:  # not moved again meanwhile: undo
                     if result.previous is None:
@@ -372,7 +377,7 @@ class VirtualQueues:
         unified = self._data_log(queue)
         waits: list[Any] = []
         if unified is not None:
-            tombstone = SimpleRecord(queue.encode(), None, (), _now())
+            tombstone = SimpleRecord(queue.encode(), None, (), self.clock())
             info = unified.append_as_leader(bytearray(build_record_batch([tombstone], partition_leader_epoch=0)),
                                             AppendOrigin.COORDINATOR)  # fmt: skip
             waits.append(unified.wait_for_ack(info, -1))
@@ -413,7 +418,3 @@ def _aborted(producer_id: int, base_offset: int, aborted: list[AbortedTxn]) -> b
 @lru_cache(maxsize=4096)  # the queues of the requests in progress
 def _partition(queue: str, partitions: int) -> int:
     return partition_for_key(queue.encode(), partitions)
-
-
-def _now() -> int:
-    return int(time.time() * 1000)

@@ -112,3 +112,26 @@ def test_a_checkpoint_past_the_log_end_is_cut_and_a_tombstone_deletes(tmp_path: 
         await stopped(logs, queues)
 
     asyncio.run(run())
+
+
+def test_delayed_records_with_a_fake_clock(tmp_path: Path) -> None:
+    async def run() -> None:
+        logs = LogManager(tmp_path)
+        logs.startup()
+        now = [1_000_000]
+        queues = VirtualQueues(logs, CONFIG, clock=lambda: now[0])
+        queues.start()
+        await queues.publish("q", b"first", [])
+        await queues.publish("q", b"later", [("kbroker-deliver-after-ms", b"5000")])
+        await queues.publish("q", b"behind", [])
+        held = queues.read("q", 0, 10)
+        assert [r.value for r in held.records] == [b"first"] and held.blocked_until == 1_005_000
+        assert held.next_offset == held.records[0].offset + 1
+        now[0] += 4999
+        assert [r.value for r in queues.read("q", 0, 10).records] == [b"first"]
+        now[0] += 1
+        due = queues.read("q", 0, 10)
+        assert [r.value for r in due.records] == [b"first", b"later", b"behind"] and due.blocked_until is None
+        await stopped(logs, queues)
+
+    asyncio.run(run())
