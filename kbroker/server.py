@@ -130,7 +130,7 @@ async def serve(
         data_dir=str(config.data_dir),
         cluster_id=cluster_id,
         node_id=config.node_id,
-        clean_start=logs.had_clean_shutdown,
+        **({"fresh_directory": True} if logs.fresh_directory else {"clean_start": logs.had_clean_shutdown}),
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
     )
