@@ -16,6 +16,11 @@ NOT_AT_START_UP = (
     "prometheus_client",
     "kbroker.http.app",
     "kbroker.client",
+    "kbroker.cli.consume",
+    "kbroker.cli.produce",
+    "kbroker.cli.topic",
+    "kbroker.cli.group",
+    "kbroker.cli.cluster",
     "kbroker.testing",
     "kbroker.sasl",
     "kbroker.cleaner.segments",
@@ -32,7 +37,7 @@ from kbroker.cli import build_parser, load_config
 from kbroker.server import serve
 
 async def main():
-    config = load_config(build_parser().parse_args(sys.argv[1:]))
+    config = load_config(build_parser(sys.argv[1]).parse_args(sys.argv[1:]))
     started, stop = asyncio.Event(), asyncio.Event()
     server = asyncio.create_task(serve(config, started, stop=stop))
     await started.wait()
@@ -66,3 +71,14 @@ def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
     """The other side of the check above: configured, the HTTP listener does load aiohttp."""
     modules = imported_until_started(tmp_path, "--http-listen", "127.0.0.1:0")
     assert loaded(modules, "aiohttp")
+
+
+def test_the_serve_command_line_loads_no_client_command() -> None:
+    script = (
+        "import contextlib, sys\nfrom kbroker.cli import main\n"
+        "with contextlib.suppress(SystemExit):\n    main(['serve', '--help'])\n"
+        "print('LOADED', *sorted(m for m in sys.modules if m.startswith(('kbroker.cli.', 'kbroker.client'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert "--data-dir" in result.stdout  # the help of `serve` was printed
+    assert result.stdout.split("LOADED")[1].split() == ["kbroker.cli.serve"]
