@@ -26,6 +26,8 @@ NOT_AT_START_UP = (
     "kbroker.cleaner.segments",
     "crc32c",
     "importlib.metadata",
+    "difflib",  # "did you mean" for a mistyped property
+    "decimal",  # Java's rendering of very large or small doubles
 )
 
 
