@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kbroker.group.consumer_group import ConsumerGroup
 from kbroker.group.member import Member
 from kbroker.group.state import GroupState
 
@@ -44,6 +45,9 @@ class ClassicGroup:
     initial_delay_remaining: int = 0
     new_member_added: bool = False  # during the initial delay: extend it once more
     sync_deadline: int | None = None  # CompletingRebalance/Stable: members that have not synced by then are removed
+    # Set while the group uses the consumer rebalance protocol (KIP-848): membership is then kept there
+    # (consumer_coordinator.py) and the classic fields above stay unused; the offsets are shared.
+    consumer: ConsumerGroup | None = None
 
     # -- state -----------------------------------------------------------
     def transition(self, target: GroupState, now: int) -> None:
