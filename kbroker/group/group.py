@@ -137,9 +137,17 @@ class ClassicGroup:
         order = [name for name, _ in leader.protocols] if leader else sorted(votes)
         return next(name for name in order if votes.get(name) == best)
 
+    def is_idle(self) -> bool:
+        """Empty of members of either protocol (offsets may remain): it may be deleted, and expires."""
+        if self.consumer is not None and self.consumer.members:
+            return False
+        return self.state is GroupState.EMPTY
+
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members of a consumer group subscribe to; None when not a consumer group
         or when a member's subscription cannot be read (then no topic counts as unsubscribed)."""
+        if self.consumer is not None:
+            return set(self.consumer.subscription_metadata)  # names and regex matches that exist
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         topics: set[str] = set()

@@ -1,6 +1,7 @@
 """OffsetCommit (8): store a group's committed offsets durably in __consumer_offsets.
 
-Members commit within their generation; clients that assign partitions themselves
+Members commit within their generation (members of consumer-protocol groups: within their
+member epoch, v9+, else STALE_MEMBER_EPOCH); clients that assign partitions themselves
 commit with generation -1 and no member id while the group has no members. The
 answer leaves once the commit is in the log (and fsynced when configured).
 """
@@ -16,7 +17,7 @@ from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 
 
-@handles(ApiKey.OFFSET_COMMIT, "2-8")
+@handles(ApiKey.OFFSET_COMMIT, "2-9")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     errors, valid = check_offsets(ctx, runtime, request["topics"])
@@ -26,6 +27,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         request["member_id"] or "",
         request["group_instance_id"],
         valid,
+        api_version=ctx.api_version,
     )
     for tp in valid:
         errors[tp] = error

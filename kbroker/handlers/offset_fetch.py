@@ -1,6 +1,7 @@
 """OffsetFetch (9): a group's committed offsets; -1 where nothing is committed.
 
-Topics null (v2+) asks for every committed partition; v8 batches groups.
+Topics null (v2+) asks for every committed partition; v8 batches groups; v9 names the member
+and member epoch of a consumer-protocol group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as Kafka).
 RequireStable (v7+): a partition with a transactional offset still pending (TxnOffsetCommit
 before its transaction's marker, GroupRuntime.has_pending_txn_offset) answers
 UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does; the client retries.
@@ -23,20 +24,23 @@ NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 
 
-@handles(ApiKey.OFFSET_FETCH, "1-8")
+@handles(ApiKey.OFFSET_FETCH, "1-9")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     require_stable = ctx.api_version >= 7 and bool(request.get("require_stable"))
     pending = runtime.has_pending_txn_offset if require_stable else None
     if ctx.api_version >= 8:
-        groups = [
-            {
-                "group_id": group["group_id"],
-                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"], pending),
-                "error_code": 0,
-            }
-            for group in request["groups"]
-        ]
+        groups = []
+        for group in request["groups"]:
+            error = runtime.offsets.validate_fetch(
+                group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
+            )
+            topics = (
+                []
+                if error is not ErrorCode.NONE
+                else _fetch(runtime.fetch, group["group_id"], group["topics"], pending)
+            )
+            groups.append({"group_id": group["group_id"], "topics": topics, "error_code": int(error)})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
     return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}

@@ -5,7 +5,7 @@ from protocol.schema.types import F, request, response
 REQUEST = request(
     "OffsetCommitRequest",
     8,
-    "2-8",
+    "2-9",
     "8+",
     [
         F("group_id", "string", "0+"),
@@ -38,7 +38,7 @@ REQUEST = request(
 RESPONSE = response(
     "OffsetCommitResponse",
     8,
-    "2-8",
+    "2-9",
     "8+",
     [
         F("throttle_time_ms", "int32", "3+", ignorable=True),

@@ -68,6 +68,7 @@ CAPABILITIES = (
     "group.kill",  # run a member in a process of its own and kill it (no LeaveGroup)
     "group.cooperative",  # the cooperative-sticky assignor
     "group.static",  # static membership (group.instance.id)
+    "group.consumer_protocol",  # group.protocol=consumer (KIP-848), with broker-side regex subscriptions
     "consume.read_committed",  # isolation.level=read_committed
 )
 
