@@ -136,7 +136,7 @@ class ConsumerGroupCoordinator:
                 raise invalid("RebalanceTimeoutMs must be provided in first request.")
             if request.owned is None or any(request.owned.values()):
                 raise invalid("TopicPartitions must be empty when (re-)joining.")
-            if not request.subscribed_topic_names and request.subscribed_topic_regex is None:
+            if not request.subscribed_topic_names and not request.subscribed_topic_regex:
                 raise invalid("SubscribedTopicNames or SubscribedTopicRegex must be set in first request.")
         elif epoch == STATIC_LEAVE_EPOCH:
             if not request.member_id:
@@ -151,9 +151,7 @@ class ConsumerGroupCoordinator:
                 f"ServerAssignor {request.server_assignor} is not supported. "
                 f"Supported assignors: {', '.join(self.config.assignors)}.",
             )
-        if request.subscribed_topic_regex is not None:
-            if not request.subscribed_topic_regex:
-                raise invalid("SubscribedTopicRegex must not be empty.")
+        if request.subscribed_topic_regex:  # "" (as clients send it when leaving) means no regex
             if compile_regex(request.subscribed_topic_regex) is None:
                 raise HeartbeatError(
                     E.INVALID_REGULAR_EXPRESSION,
@@ -428,7 +426,7 @@ def _update(member: ConsumerMember, request: ConsumerHeartbeat) -> None:
     if request.subscribed_topic_names is not None:
         member.subscribed_topic_names = tuple(sorted(set(request.subscribed_topic_names)))
     if request.subscribed_topic_regex is not None:
-        member.subscribed_topic_regex = request.subscribed_topic_regex
+        member.subscribed_topic_regex = request.subscribed_topic_regex or None
     member.client_id = request.client_id
     member.client_host = request.client_host
 

@@ -257,3 +257,27 @@ def test_range_assignor(count: int, sizes: list[int]) -> None:
     result = range_(members, {"t": count}, {})
     assert [len(result[m].get("t", ())) for m in "abc"] == sizes
     assert result["a"].get("t", frozenset()) == frozenset(range(sizes[0]))
+
+
+def test_group_record_round_trip() -> None:
+    from kbroker.group import records
+    from kbroker.group.consumer_records import consumer_group_key, consumer_group_value, parse_consumer_group_value
+
+    h = Harness()
+    h.join("a", instance_id="i-a", server_assignor="range")
+    h.join("b")
+    h.beat("a", 1, {"t": frozenset(range(6))}, instance_id="i-a")
+    group = h.group
+    key = consumer_group_key("g")
+    assert records.parse_key(key) == records.ConsumerGroupKey("g")
+    loaded = parse_consumer_group_value("g", consumer_group_value(group))
+    assert (loaded.group_epoch, loaded.assignment_epoch, loaded.assignor_name) == (2, 2, "range")
+    assert loaded.target == group.target and loaded.static_members == {"i-a": "a"}
+    for member_id, member in group.members.items():
+        again = loaded.members[member_id]
+        assert (again.member_epoch, again.state, again.assigned, again.pending_revocation) == (
+            member.member_epoch,
+            member.state,
+            member.assigned,
+            member.pending_revocation,
+        )
