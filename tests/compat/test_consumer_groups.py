@@ -116,7 +116,8 @@ def test_member_leaves(compat: Compat) -> None:
 
 @pytest.mark.timeout(300)
 def test_static_member_restarts_without_a_rebalance(compat: Compat) -> None:
-    compat.need(ops=("group",), caps=("group.consumer_protocol", "group.static"), apis=("ConsumerGroupHeartbeat",))
+    caps = ("group.consumer_protocol", "group.static", "group.consumer_static")
+    compat.need(ops=("group",), caps=caps, apis=("ConsumerGroupHeartbeat",))
     topic = compat.setup_topic("cgroup-static", PARTITIONS)
     cfg = config(compat, topic)
     ids = [f"{cfg.group}-a", f"{cfg.group}-b"]
