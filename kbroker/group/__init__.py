@@ -41,7 +41,8 @@ def start_group_coordinator(broker: Broker) -> GroupRuntime:
             int(overrides.get("consumer.heartbeat.interval.ms", config.consumer_heartbeat_interval_ms)),
         )
 
-    runtime = GroupRuntime(config, broker.logs, consumer_settings=consumer_settings)
+    clock = broker.clock
+    runtime = GroupRuntime(config, broker.logs, clock=clock.wall_ms, timers=clock, consumer_settings=consumer_settings)
     runtime.load()
     runtime.start()
     return runtime
