@@ -146,10 +146,15 @@ def test_two_members_reconcile_and_describe(raw: RawClient) -> None:
         "reason": None,
     }
     assert raw.call(ApiKey.JOIN_GROUP, 9, join_body)["error_code"] == E.INCONSISTENT_GROUP_PROTOCOL
-    # leaving
+    # a group with members cannot be deleted; once they left it can, offsets and all
+    deleted = raw.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})["results"][0]
+    assert deleted["error_code"] == E.NON_EMPTY_GROUP
     assert heartbeat(raw, group, "member-a", -1)["member_epoch"] == -1
     assert heartbeat(raw, group, "member-b", -1)["error_code"] == 0
     assert describe(raw, group)["group_state"] == "Empty"
+    assert raw.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})["results"][0]["error_code"] == 0
+    assert describe(raw, group)["error_code"] == E.GROUP_ID_NOT_FOUND
+    assert fetch(raw, group, None, -1, topic)["topics"][0]["partitions"][0]["committed_offset"] == -1
 
 
 def test_errors(raw: RawClient) -> None:

@@ -15,17 +15,7 @@ import pytest
 
 from tests.compat.clients import Record
 from tests.compat.conftest import KBROKER_ARGS, _free_port
-from tests.compat.group_support import (
-    assert_exactly_once,
-    close_all,
-    collect,
-    keyed,
-    mark_all,
-    open_members,
-    unique,
-    wait_balanced,
-)
-from tests.compat.members import MemberConfig
+from tests.compat.group_support import keyed, unique
 from tests.compat.own_broker import OwnBroker
 from tests.compat.support import Compat, assert_dense, by_partition
 from tests.compat.test_group_offsets import consume_commit_restart
@@ -118,40 +108,3 @@ def test_open_transaction_after_kill9(compat: Compat, crash_broker: OwnBroker) -
     assert [r.value for r in c.setup_consume(topic, 1)] == [b"after"]
     every = c.setup_consume(topic, 6, isolation="read_uncommitted")
     assert [r.value for r in every] == [f"open-{i}".encode() for i in range(5)] + [b"after"]
-
-
-@pytest.mark.timeout(240)
-def test_consumer_protocol_group_carries_on_across_kill9(compat: Compat, crash_broker: OwnBroker) -> None:
-    """KIP-848 members stay in the group across a broker kill -9: same partitions, committed offsets kept,
-    the records produced after the restart each consumed once."""
-    compat.need(ops=("group",), caps=("group.consumer_protocol",), apis=("ConsumerGroupHeartbeat",))
-    c = on(compat, crash_broker)
-    topic = c.setup_topic("cgroup-kill9", 4)
-    cfg = MemberConfig(unique("cgroup", c), topic, protocol="consumer")
-    members = open_members(c, cfg, 2)
-    try:
-        wait_balanced(members, 4)
-        before = [set(m.assignment) for m in members]
-        first = keyed("first", 40, 4)
-        mark_all(members)
-        c.setup_produce(topic, first)
-        assert_exactly_once(collect(members, len(first)), first)
-        for m in members:
-            m.member.commit()
-        crash_broker.restart_after_kill9()
-        second = keyed("second", 40, 4)
-        mark_all(members)
-        c.setup_produce(topic, second)
-        assert_exactly_once(collect(members, len(second), timeout_s=90), second)
-        assert [set(m.assignment) for m in members] == before, "the members were rebalanced"
-    finally:
-        close_all(members)
-    # a new member of the group resumes from the offsets committed before the crash (nothing of `first`)
-    (again,) = open_members(c, cfg, 1)
-    try:
-        third = keyed("third", 8, 4)
-        c.setup_produce(topic, third)
-        records = collect([again], len(second) + len(third), timeout_s=90)
-    finally:
-        close_all([again])
-    assert_exactly_once(records, second + third)
