@@ -106,6 +106,7 @@ class ConsumerGroupCoordinator:
         self.topics = topics  # every non-internal topic -> its partition count
         self.settings = settings or (lambda group_id: config.defaults)
         self.dirty: set[str] = set()  # groups whose state must be written
+        self.fenced: list[tuple[str, str, str]] = []  # (group, member, why) removed by a timer, drained to the log
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
     def heartbeat(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
@@ -361,6 +362,8 @@ class ConsumerGroupCoordinator:
                 late = member.rebalance_deadline is not None and member.rebalance_deadline <= now
                 if member.session_deadline <= now or late:
                     self.fence(group, member.member_id)
+                    why = "session timeout" if member.session_deadline <= now else "partitions not revoked in time"
+                    self.fenced.append((group.group_id, member.member_id, why))
 
     def next_deadline(self) -> int | None:
         deadlines = [

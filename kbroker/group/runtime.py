@@ -213,6 +213,9 @@ class GroupRuntime:
             record = self.offsets.group_record(group_id)
             if record is not None:
                 self._append_quietly(group_id, [(records.group_key(group_id), records.group_value(record))])
+        fenced, self.consumers.fenced = self.consumers.fenced, []
+        if fenced:
+            log.info("consumer_group_members_fenced", members=[f"{g}/{m}: {why}" for g, m, why in fenced[:20]])
         consumer_dirty, self.consumers.dirty = self.consumers.dirty, set()
         for group_id in consumer_dirty | dirty:
             entry = self._consumer_entry(group_id)

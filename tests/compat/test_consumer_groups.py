@@ -186,6 +186,31 @@ def test_commit_and_resume(compat: Compat) -> None:
 
 
 @pytest.mark.timeout(300)
+def test_empty_classic_group_becomes_a_consumer_group(compat: Compat) -> None:
+    """Upgrade: a classic member commits and leaves; a consumer-protocol member of the same group resumes there."""
+    compat.need(**NEEDS)
+    topic = compat.setup_topic("cgroup-upgrade", 2)
+    cfg = config(compat, topic)
+    classic = MemberConfig(cfg.group, topic, session_timeout_ms=compat.session_timeout_ms)
+    first = keyed("first", 20, 2)
+    compat.setup_produce(topic, first)
+    (member,) = open_members(compat, classic, 1)
+    try:
+        assert_exactly_once(collect([member], len(first)), first)
+        member.member.commit({0: 7, 1: 10})
+    finally:
+        member.member.close()
+    second = keyed("second", 10, 2)
+    compat.setup_produce(topic, second)
+    (again,) = open_members(compat, cfg, 1)
+    try:
+        records = collect([again], 3 + 10)
+    finally:
+        again.member.close()
+    assert_exactly_once(records, [r for r in first if r.partition == 0][7:] + second)
+
+
+@pytest.mark.timeout(300)
 def test_killed_member_is_replaced_after_its_session(compat: Compat) -> None:
     compat.need(ops=("group",), caps=("group.consumer_protocol", "group.kill"), apis=("ConsumerGroupHeartbeat",))
     topic = compat.setup_topic("cgroup-kill", PARTITIONS)

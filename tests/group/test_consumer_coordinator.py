@@ -150,6 +150,7 @@ def test_leave_and_session_timeout_bump_the_group_epoch() -> None:
     assert h.coordinator.next_deadline() == h.clock.now
     h.coordinator.tick()
     assert not h.group.members and h.group.state is ConsumerGroupState.EMPTY
+    assert h.coordinator.fenced == [("g", "a", "session timeout")]
 
 
 def test_member_that_never_revokes_is_fenced_after_its_rebalance_timeout() -> None:
@@ -161,6 +162,7 @@ def test_member_that_never_revokes_is_fenced_after_its_rebalance_timeout() -> No
     h.beat("b", 2, {})  # b keeps its session alive; a only ever reported everything
     h.coordinator.tick()
     assert "a" not in h.group.members
+    assert h.coordinator.fenced == [("g", "a", "partitions not revoked in time")]
     b = h.beat("b", 2, {})
     assert b.member_epoch == h.group.group_epoch and parts(b) == set(range(6))
 
