@@ -107,8 +107,6 @@ NEWER = {
     0: "12: transactions v2 (KIP-890); 13: topic ids",
     1: "13+: topic ids (KIP-516) and later additions",
     3: "13: a top-level error code",
-    8: "10: topic ids",
-    9: "10: topic ids",
     10: "5: TRANSACTION_ABORTABLE (KIP-890); 6: share coordinators",
     15: "6: GROUP_ID_NOT_FOUND (KIP-1043)",
     22: "5: TRANSACTION_ABORTABLE (KIP-890)",

@@ -206,3 +206,49 @@ def test_group_survives_kill9(start_broker: Callable[..., BrokerProcess]) -> Non
         described = describe(raw, group)
         assert described["group_epoch"] == 1 and described["members"][0]["instance_id"] == "static-a"
         assert fetch(raw, group, "member-a", 1, topic)["topics"][0]["partitions"][0]["committed_offset"] == 5
+
+
+def test_offsets_by_topic_id_v10(raw: RawClient) -> None:
+    topic, group = unique_topic(), unique_topic("g")
+    create_topic(raw, topic, 2)
+    tid, unknown = topic_id(raw, topic), b"\x01" * 16
+    body = {
+        "group_id": group,
+        "generation_id_or_member_epoch": -1,
+        "member_id": "",
+        "group_instance_id": None,
+        "topics": [
+            {"topic_id": tid, "partitions": [{"partition_index": 1, "committed_offset": 3, "committed_metadata": "m"}]},
+            {
+                "topic_id": unknown,
+                "partitions": [{"partition_index": 0, "committed_offset": 1, "committed_metadata": ""}],
+            },
+        ],
+    }
+    answer = raw.call(ApiKey.OFFSET_COMMIT, 10, body)["topics"]
+    assert [(t["topic_id"], t["partitions"][0]["error_code"]) for t in answer] == [
+        (tid, 0),
+        (unknown, E.UNKNOWN_TOPIC_ID),
+    ]
+    asked = {"group_id": group, "member_id": None, "member_epoch": -1}
+    body = {
+        "groups": [
+            {
+                **asked,
+                "topics": [
+                    {"topic_id": tid, "partition_indexes": [0, 1]},
+                    {"topic_id": unknown, "partition_indexes": [0]},
+                ],
+            }
+        ],
+        "require_stable": False,
+    }
+    (fetched,) = raw.call(ApiKey.OFFSET_FETCH, 10, body)["groups"]
+    by_id = {
+        t["topic_id"]: [(p["partition_index"], p["committed_offset"], p["error_code"]) for p in t["partitions"]]
+        for t in fetched["topics"]
+    }
+    assert by_id == {tid: [(0, -1, 0), (1, 3, 0)], unknown: [(0, -1, E.UNKNOWN_TOPIC_ID)]}
+    body = {"groups": [{**asked, "topics": None}], "require_stable": False}
+    (every,) = raw.call(ApiKey.OFFSET_FETCH, 10, body)["groups"]
+    assert [(t["topic_id"], [p["committed_offset"] for p in t["partitions"]]) for t in every["topics"]] == [(tid, [3])]
