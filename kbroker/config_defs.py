@@ -775,6 +775,23 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             default="read_uncommitted",
             validator=OneOf(("read_committed", "read_uncommitted")),
         ),
+        # kbroker's share-group extensions (docs/queues.md), checked by kbroker.share.check_group_config
+        GroupProperty(
+            "kbroker.share.tag.filter",
+            STR,
+            "Only records whose kbroker-tag headers match this expression (e.g. TagA || TagB) are delivered to the "
+            "share group; the others are archived for it. Empty: every record.",
+            None,
+            default="",
+        ),
+        GroupProperty(
+            "errors.deadletterqueue.topic.name",
+            STR,
+            "Topic the share group copies records to when they are rejected or reach the delivery count limit. "
+            "Empty: none.",
+            None,
+            default="",
+        ),
     )
 }
 
