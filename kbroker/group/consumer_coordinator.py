@@ -11,19 +11,21 @@ The rules follow Kafka's GroupMetadataManager:
   assignment with the group's assignor, and each member reconciles toward it (reconcile.py).
 - a member that sends nothing within the session timeout is fenced; so is one that still has not
   revoked partitions one rebalance timeout after being asked to.
-Regex subscriptions are matched with Python's `re` in full-match mode (Kafka uses RE2/J: the
-common syntax agrees; RE2/J has no backreferences or lookaround, which Python would accept).
-Internal topics never match a regex.
+Regex subscriptions are RE2 regular expressions matched whole against topic names, as Kafka's
+RE2/J does: google-re2 (linear time, bounded memory, so a client's regex cannot stall the broker;
+no backreferences or lookaround, as in RE2/J). Internal topics never match a regex.
 """
 
 from __future__ import annotations
 
-import re
 import uuid
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
+
+import re2  # type: ignore[import-untyped]
 
 from kbroker.group.assignors import ASSIGNORS, UNIFORM
 from kbroker.group.consumer_group import (
@@ -434,11 +436,17 @@ def _update(member: ConsumerMember, request: ConsumerHeartbeat) -> None:
     member.client_host = request.client_host
 
 
+_RE2_OPTIONS = re2.Options()
+_RE2_OPTIONS.log_errors = False  # a client's bad regex is its error, answered, not a line on stderr
+_RE2_OPTIONS.never_capture = True
+
+
 @lru_cache(maxsize=1024)
-def compile_regex(pattern: str) -> re.Pattern[str] | None:
+def compile_regex(pattern: str) -> Any | None:
+    """The compiled RE2 regex, or None when RE2 refuses it (INVALID_REGULAR_EXPRESSION)."""
     try:
-        return re.compile(pattern)
-    except re.error:
+        return re2.compile(pattern, _RE2_OPTIONS)
+    except re2.error:
         return None
 
 

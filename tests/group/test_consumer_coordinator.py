@@ -283,3 +283,21 @@ def test_group_record_round_trip() -> None:
             member.assigned,
             member.pending_revocation,
         )
+
+
+def test_regexes_are_re2_as_in_kafka() -> None:
+    import time
+
+    from kbroker.group.consumer_coordinator import compile_regex, regex_matches
+
+    topics = {"a" * 249: 1, "Orders-1": 1, "orders-2": 1}
+    started = time.perf_counter()
+    assert regex_matches("(a+)+b", topics) == []  # linear time: no catastrophic backtracking
+    assert time.perf_counter() - started < 0.5
+    assert regex_matches("(?i)orders-.*", topics) == ["Orders-1", "orders-2"]
+    assert regex_matches("orders", topics) == []  # the whole name must match
+    assert compile_regex(r"(a)\1") is None  # no backreferences in RE2 (nor RE2/J)
+    assert compile_regex("(?=a)") is None  # nor lookaround
+    h = Harness()
+    request = ConsumerHeartbeat("g", "m", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(t)\1", owned={})
+    assert h.coordinator.heartbeat(request).error is E.INVALID_REGULAR_EXPRESSION
