@@ -43,6 +43,7 @@ from protocol.errors import ErrorCode
 
 E = ErrorCode
 JOIN_EPOCH = 0
+METADATA_REFRESH_MS = 1000  # how often a heartbeat re-reads the subscribed topics (new topics, partitions)
 MEMBER_ID_REQUIRED_VERSION = 1  # from ConsumerGroupHeartbeat v1 the client generates its member id (KIP-1082)
 
 
@@ -198,17 +199,21 @@ class ConsumerGroupCoordinator:
         if is_new:
             group.add(member)
         bump = is_new or _subscription(member) != before
-        metadata = self._subscription_metadata(group)
-        if metadata != group.subscription_metadata:
-            group.subscription_metadata = metadata
-            bump = True
+        if bump or now >= group.metadata_refresh_deadline:
+            # the subscribed topics' partitions (and regex matches), at most once a second per group
+            metadata = self._subscription_metadata(group)
+            group.metadata_refresh_deadline = now + METADATA_REFRESH_MS
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                bump = True
         if bump:
             group.group_epoch += 1
             self.dirty.add(group.group_id)
         if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, metadata)
+            self._compute_target(group, group.subscription_metadata)
         previous_assigned = dict(member.assigned)
-        changed = reconcile(
+        reconciled = member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch
+        changed = not reconciled and reconcile(
             member,
             group.assignment_epoch,
             group.target.get(member.member_id, {}),

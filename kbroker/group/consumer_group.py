@@ -79,6 +79,7 @@ class ConsumerGroup:
     # Partition counts of the topics the members subscribe to when the target was last computed.
     subscription_metadata: dict[str, int] = field(default_factory=dict)
     assignor_name: str = ""
+    metadata_refresh_deadline: int = 0  # when a heartbeat next re-reads the subscribed topics (not persisted)
 
     @property
     def state(self) -> ConsumerGroupState:

@@ -204,6 +204,7 @@ def test_regex_subscription_picks_up_new_topics() -> None:
     )
     assert first.assignment == {"orders-1": frozenset({0, 1})}
     h.topics["orders-2"] = 1
+    h.clock.now += 1000  # topics are re-read at most once a second per group
     again = h.beat("a", 1, {"orders-1": frozenset({0, 1})})
     assert again.member_epoch == 2 and again.assignment == {"orders-1": frozenset({0, 1}), "orders-2": frozenset({0})}
     bad = h.coordinator.heartbeat(
@@ -216,6 +217,8 @@ def test_new_partitions_bump_the_epoch() -> None:
     h = Harness()
     h.join("a")
     h.topics["t"] = 8
+    assert h.beat("a", 1, {"t": frozenset(range(6))}).member_epoch == 1  # not re-read yet
+    h.clock.now += 1000
     result = h.beat("a", 1, {"t": frozenset(range(6))})
     assert result.member_epoch == 2 and parts(result) == set(range(8))
 
