@@ -14,6 +14,7 @@ assignment (for stickiness). Pure functions; names are the ones clients pass in
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Mapping
 
 from kbroker.group.consumer_group import Assignment
@@ -47,11 +48,25 @@ def uniform(
     free = [(topic, p) for topic, count in partitions.items() if subscribers.get(topic) for p in range(count)]
     free = [tp for tp in free if tp not in taken]
     free.sort(key=lambda tp: (len(subscribers[tp[0]]), tp))
+    heaps: dict[tuple[str, ...], list[tuple[int, str]]] = {}  # one per set of candidate members
     for tp in free:
-        chosen = min(subscribers[tp[0]], key=lambda m: (len(owned[m]), m))
+        candidates = tuple(subscribers[tp[0]])
+        heap = heaps.get(candidates)
+        if heap is None:
+            heap = heaps[candidates] = [(len(owned[m]), m) for m in candidates]
+            heapq.heapify(heap)
+        while True:  # counts change through other heaps too: skip stale entries
+            count, chosen = heapq.heappop(heap)
+            if count == len(owned[chosen]):
+                break
+            heapq.heappush(heap, (len(owned[chosen]), chosen))
         owned[chosen].add(tp)
+        heapq.heappush(heap, (count + 1, chosen))
     # 3. balance: move partitions from the most to the least loaded member that can take them
     for _ in range(total):
+        counts = [len(tps) for tps in owned.values()]
+        if not counts or max(counts) - min(counts) <= 1:
+            break
         moved = False
         for heavy in sorted(owned, key=lambda m: (-len(owned[m]), m)):
             for tp in sorted(owned[heavy]):

@@ -304,3 +304,38 @@ def test_regexes_are_re2_as_in_kafka() -> None:
     h = Harness()
     request = ConsumerHeartbeat("g", "m", 0, rebalance_timeout_ms=1, subscribed_topic_regex=r"(t)\1", owned={})
     assert h.coordinator.heartbeat(request).error is E.INVALID_REGULAR_EXPRESSION
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_uniform_assignor_random_groups(seed: int) -> None:
+    import random
+
+    rng = random.Random(seed)
+    topics = {f"t{i}": rng.randint(1, 12) for i in range(rng.randint(1, 6))}
+    homogeneous = seed % 2 == 0
+    members = {
+        f"m{i}": frozenset(topics)
+        if homogeneous
+        else frozenset(rng.sample(sorted(topics), rng.randint(1, len(topics))))
+        for i in range(rng.randint(1, 9))
+    }
+    result = uniform(members, topics, {})
+    held = [(t, p) for a in result.values() for t, parts in a.items() for p in parts]
+    subscribed = {t for s in members.values() for t in s}
+    assert sorted(held) == sorted((t, p) for t in subscribed for p in range(topics[t]))  # each exactly once
+    for member_id, assignment in result.items():
+        assert set(assignment) <= members[member_id]
+    counts = [sum(len(p) for p in a.values()) for a in result.values()]
+    if homogeneous:
+        assert max(counts) - min(counts) <= 1
+    assert uniform(members, topics, result) == result  # nothing changed: nothing moves
+
+
+def test_uniform_assignor_is_fast_enough_for_a_large_group() -> None:
+    import time
+
+    members = {f"m{i:03}": frozenset(f"t{j}" for j in range(100)) for i in range(100)}
+    started = time.perf_counter()
+    result = uniform(members, {f"t{j}": 12 for j in range(100)}, {})
+    assert time.perf_counter() - started < 1.0
+    assert {sum(len(p) for p in a.values()) for a in result.values()} == {12}
