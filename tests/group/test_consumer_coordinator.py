@@ -339,3 +339,11 @@ def test_uniform_assignor_is_fast_enough_for_a_large_group() -> None:
     result = uniform(members, {f"t{j}": 12 for j in range(100)}, {})
     assert time.perf_counter() - started < 1.0
     assert {sum(len(p) for p in a.values()) for a in result.values()} == {12}
+
+
+def test_version_0_lets_the_coordinator_choose_the_member_id() -> None:
+    h = Harness()
+    request = ConsumerHeartbeat("g", "", 0, rebalance_timeout_ms=1000, subscribed_topic_names=("t",), owned={})
+    assert h.coordinator.heartbeat(request).error is E.INVALID_REQUEST  # v1: the client names itself
+    joined = h.coordinator.heartbeat(ConsumerHeartbeat(**{**request.__dict__, "api_version": 0}))
+    assert joined.error is E.NONE and joined.member_id and joined.member_id in h.group.members
