@@ -26,14 +26,19 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     groups = []
     for group_id in request["group_ids"]:
         holder = runtime.groups.get(group_id)
-        groups.append(_describe(ctx, group_id, None if holder is None else holder.consumer))
+        if holder is None:
+            groups.append(_not_found(group_id, f"Group {group_id} not found."))
+        elif holder.consumer is None:
+            groups.append(_not_found(group_id, f"Group {group_id} is not a consumer group."))
+        else:
+            groups.append(_describe(ctx, group_id, holder.consumer))
     return {"throttle_time_ms": 0, "groups": groups}
 
 
-def _describe(ctx: RequestContext, group_id: str, group: ConsumerGroup | None) -> dict[str, Any]:
-    described: dict[str, Any] = {
-        "error_code": 0,
-        "error_message": None,
+def _not_found(group_id: str, message: str) -> dict[str, Any]:
+    return {
+        "error_code": int(ErrorCode.GROUP_ID_NOT_FOUND),
+        "error_message": message,
         "group_id": group_id,
         "group_state": "Dead",
         "group_epoch": -1,
@@ -42,11 +47,13 @@ def _describe(ctx: RequestContext, group_id: str, group: ConsumerGroup | None) -
         "members": [],
         "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
     }
-    if group is None:
-        described["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-        described["error_message"] = f"Group {group_id} is not a consumer group."
-        return described
+
+
+def _describe(ctx: RequestContext, group_id: str, group: ConsumerGroup) -> dict[str, Any]:
+    described = _not_found(group_id, "")
     described.update(
+        error_code=0,
+        error_message=None,
         group_state=group.state.value,
         group_epoch=group.group_epoch,
         assignment_epoch=group.assignment_epoch,
