@@ -6,8 +6,11 @@ Tests that stop or restart ZooKeeper start their own `ZooKeeperServer` instead.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
 
 import pytest
 
@@ -23,3 +26,13 @@ def zookeeper() -> Iterator[ZooKeeperServer]:
 @pytest.fixture
 def zk_chroot() -> str:
     return f"/kbroker-test-{uuid.uuid4().hex[:12]}"
+
+
+def async_test(test: Callable[..., Coroutine[Any, Any, None]]) -> Callable[..., None]:
+    """Run an async test function on a fresh event loop (its fixtures stay as pytest gives them)."""
+
+    @functools.wraps(test)
+    def run(*args: Any, **kwargs: Any) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
