@@ -43,6 +43,7 @@ __all__ = [
     "NotEmptyError",
     "SessionExpiredError",
     "SessionState",
+    "TransactionFailed",
     "ZkClient",
     "ZkOp",
     "ZnodeStat",
@@ -65,6 +66,15 @@ class ZkOp:
     data: bytes = b""
     version: int = -1  # expected znode version for set/delete/check; -1: any
     ephemeral: bool = False
+
+
+class TransactionFailed(KazooException):
+    """A multi-op transaction failed at operation `index` (its error in `error`); nothing was applied."""
+
+    def __init__(self, index: int, error: Exception) -> None:
+        super().__init__(f"operation {index} failed: {type(error).__name__}")
+        self.index = index
+        self.error = error
 
 
 def split_connect(connect: str) -> tuple[str, str]:
@@ -230,7 +240,7 @@ class ZkClient:
         await self._await(self.client.delete_async(path, version))
 
     async def multi(self, ops: Sequence[ZkOp]) -> list[Any]:
-        """Apply `ops` atomically; the first failing operation's error is raised (the rest rolled back)."""
+        """Apply `ops` atomically, or raise TransactionFailed naming the operation that failed (none applied)."""
         transaction = self.client.transaction()
         for op in ops:
             if op.kind == "create":
@@ -244,7 +254,7 @@ class ZkClient:
             else:
                 raise ValueError(f"unknown ZooKeeper operation {op.kind!r}")
         results = list(await self._await(transaction.commit_async()))
-        for result in results:
+        for index, result in enumerate(results):
             if isinstance(result, Exception) and not isinstance(result, RolledBackError):
-                raise result
+                raise TransactionFailed(index, result)
         return results

@@ -13,6 +13,7 @@ from kbroker.cluster.zk import (
     NodeExistsError,
     NoNodeError,
     SessionState,
+    TransactionFailed,
     ZkClient,
     ZkOp,
     split_connect,
@@ -54,8 +55,9 @@ async def test_operations_and_compare_and_set(zookeeper: ZooKeeperServer, zk_chr
             await client.get("/missing")
         assert await client.exists("/missing") is None
         # a transaction: the check fails, so the create is rolled back too
-        with pytest.raises(BadVersionError):
+        with pytest.raises(TransactionFailed) as failed:
             await client.multi([ZkOp("check", "/a/b", version=0), ZkOp("create", "/a/c", b"x")])
+        assert failed.value.index == 0 and isinstance(failed.value.error, BadVersionError)
         assert await client.exists("/a/c") is None
         await client.multi([ZkOp("check", "/a/b", version=1), ZkOp("create", "/a/c", b"x")])
         assert (await client.get("/a/c"))[0] == b"x"
