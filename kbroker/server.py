@@ -15,7 +15,15 @@ from typing import Any
 
 import structlog
 
-from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
+from kbroker.broker import (
+    META_PROPERTIES,
+    Broker,
+    InconsistentClusterIdError,
+    adopt_cluster_id,
+    load_cluster_id,
+    new_log_manager,
+    with_dynamic_configs,
+)
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
@@ -63,6 +71,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     dynamic_configs = ConfigRepository.load(config.data_dir)
     config = with_dynamic_configs(config, dynamic_configs)
     logs = new_log_manager(config)
+    fresh_data_dir = not (config.data_dir / META_PROPERTIES).exists()
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
     broker = Broker(
@@ -73,6 +82,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         dynamic_configs=dynamic_configs,
     )
     broker.scram = ScramStore.load(config.data_dir)
+    if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
+        await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)
@@ -121,6 +132,8 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()
+    if broker.cluster is not None:
+        await broker.cluster.stop()  # the registration goes: the controller moves leadership away
     for conn in conns:
         conn.shut("broker shutting down")
     for task in duties:
@@ -131,6 +144,30 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
+
+
+async def _join_cluster(broker: Broker, fresh_data_dir: bool) -> None:
+    """Register with ZooKeeper, join the controller election, load the cluster's metadata."""
+    from kazoo.exceptions import KazooException
+
+    from kbroker.cluster.runtime import start_cluster
+    from kbroker.cluster.store import BrokerIdInUseError
+
+    config = broker.config
+    try:
+        cluster = await start_cluster(config, broker.logs, broker.cluster_id)
+    except (TimeoutError, BrokerIdInUseError, KazooException) as exc:
+        raise ConfigError(
+            f"cannot join the cluster at {config.zookeeper_connect}: {exc or type(exc).__name__}"
+        ) from None
+    try:
+        broker.cluster_id = adopt_cluster_id(
+            config.data_dir, config.node_id, broker.cluster_id, cluster.cluster_id, fresh=fresh_data_dir
+        )
+    except InconsistentClusterIdError as exc:
+        await cluster.stop()
+        raise ConfigError(str(exc)) from None
+    broker.cluster = cluster
 
 
 async def _sweep_connections(registry: ConnectionLimits) -> None:

@@ -23,6 +23,7 @@ from kbroker.cluster.zk import (
     TransactionFailed,
     ZkClient,
     ZkOp,
+    ZnodeStat,
 )
 from kbroker.cluster.znodes import BrokerRegistration, PartitionState, TopicAssignment
 
@@ -173,11 +174,8 @@ class ClusterStore:
         return sorted(await self.zk.get_children(znodes.TOPICS, watch=watch))
 
     async def topic_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None:
-        try:
-            data, _ = await self.zk.get(znodes.topic_path(topic), watch=watch)
-        except NoNodeError:
-            return None
-        return znodes.decode_topic(topic, data)
+        found = await self._get_watched(znodes.topic_path(topic), watch)
+        return None if found is None else znodes.decode_topic(topic, found[0])
 
     async def topic_config(self, topic: str) -> dict[str, str]:
         try:
@@ -189,12 +187,20 @@ class ClusterStore:
     # ----- partition state
 
     async def partition_state(self, topic: str, partition: int, watch: Watch | None = None) -> PartitionState | None:
+        """The state, or None before the controller wrote it (`watch` then fires when it is created)."""
         path = znodes.partition_state_path(topic, partition)
-        try:
-            data, stat = await self.zk.get(path, watch=watch)
-        except NoNodeError:
-            return None
-        return znodes.decode_partition_state(data, stat.version, path)
+        found = await self._get_watched(path, watch)
+        return None if found is None else znodes.decode_partition_state(found[0], found[1].version, path)
+
+    async def _get_watched(self, path: str, watch: Watch | None) -> tuple[bytes, ZnodeStat] | None:
+        """Data and stat of `path`, or None when it does not exist. A read of a missing znode leaves no watch in
+        ZooKeeper, so then the watch is set with exists(), which also fires on creation."""
+        while True:
+            try:
+                return await self.zk.get(path, watch=watch)
+            except NoNodeError:
+                if watch is None or await self.zk.exists(path, watch=watch) is None:
+                    return None  # (created in between: read again)
 
     async def write_partition_state(
         self, lease: ControllerLease, topic: str, partition: int, before: PartitionState | None, after: PartitionState

@@ -96,6 +96,7 @@ class ZkClient:
         self._client: KazooClient | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._state_listeners: list[Callable[[SessionState], None]] = []
+        self._watchers: dict[Callable[[WatchedEvent], None], Callable[[WatchedEvent], None]] = {}
 
     @property
     def client(self) -> KazooClient:
@@ -179,6 +180,9 @@ class ZkClient:
         """A kazoo watch function that runs `callback` on the loop."""
         if callback is None:
             return None
+        known = self._watchers.get(callback)  # one function per callback: kazoo keeps a set of them per path
+        if known is not None:
+            return known
         loop = self._loop
         assert loop is not None
 
@@ -186,6 +190,7 @@ class ZkClient:
             if not loop.is_closed():
                 loop.call_soon_threadsafe(callback, event)
 
+        self._watchers[callback] = watch
         return watch
 
     async def _await(self, async_result: Any) -> Any:

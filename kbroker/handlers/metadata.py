@@ -1,5 +1,6 @@
 """Metadata (3): brokers, cluster id, controller, and topics with their partitions.
 
+In cluster mode (zookeeper.connect) the answer comes from the cluster's metadata (_cluster_metadata.py).
 A single node leads every partition with leader epoch 0. Missing topics are
 created when the request allows it (always below v4) and auto.create.topics.enable
 is on; as in Kafka, a topic created by this request is answered with
@@ -8,6 +9,7 @@ LEADER_NOT_AVAILABLE and the client asks again.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from kbroker.context import RequestContext
@@ -23,8 +25,12 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 
 
 @handles(ApiKey.METADATA, "0-12")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     broker = ctx.broker
+    if broker.cluster is not None:  # cluster mode: the brokers, controller and partition states in ZooKeeper
+        from kbroker.handlers._cluster_metadata import cluster_metadata
+
+        return cluster_metadata(ctx, broker.cluster, request, _requested_topic)
     address = broker.advertised_for(ctx.listener)
     requested = request["topics"]
     if requested is None or (ctx.api_version == 0 and not requested):

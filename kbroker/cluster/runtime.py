@@ -1,0 +1,256 @@
+"""The cluster mode's asyncio runtime: this broker's registration, its part in the controller election, the
+metadata every broker serves, and the controller's work when elected.
+
+Brokers learn of changes through ZooKeeper watches rather than controller-to-broker requests: /brokers/ids,
+/controller, /brokers/topics, each topic's assignment and each partition's state znode carry a watch, and
+any watch that fires makes one refresh task re-read them all (re-arming the watches) and replace the
+snapshot whole. ZooKeeper already delivers every change to every broker in order, so no second channel (and
+no request of our own to keep consistent with it) is needed; a cluster of a few brokers and a few hundred
+partitions re-reads in milliseconds.
+
+The controller is the broker holding the ephemeral /controller. After each refresh it runs the pure
+decisions of kbroker.cluster.controller and writes each change as a fenced compare-and-set
+(kbroker.cluster.store). It steps down when its session is lost or a write finds its epoch outdated; a
+write that loses a race is simply decided again from a fresh read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections import Counter
+from typing import Any
+
+import structlog
+from kazoo.exceptions import KazooException
+
+from kbroker.cluster.assignment import assign_replicas, check_explicit_assignment
+from kbroker.cluster.controller import ControllerContext
+from kbroker.cluster.metadata import ClusterMetadata
+from kbroker.cluster.store import ClusterStore, ControllerLease, ControllerMovedError, StaleStateError
+from kbroker.cluster.zk import SessionState, ZkClient
+from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment
+from kbroker.config import BrokerConfig
+from kbroker.log import LogManager, TopicExistsError
+
+log = structlog.get_logger(__name__)
+
+RETRY_SECONDS = 0.5
+
+
+class NotControllerError(Exception):
+    """This broker is not the controller (Kafka's NOT_CONTROLLER)."""
+
+
+class ClusterRuntime:
+    def __init__(self, config: BrokerConfig, logs: LogManager, zk: ZkClient) -> None:
+        self.config = config
+        self.logs = logs
+        self.zk = zk
+        self.store = ClusterStore(zk)
+        self.node_id = config.node_id
+        self.cluster_id = ""
+        self.metadata = ClusterMetadata()
+        self.lease: ControllerLease | None = None
+        self._dirty = asyncio.Event()
+        self._changed = asyncio.Condition()
+        self._register_again = False
+        self._task: asyncio.Task[None] | None = None
+
+    @property
+    def is_controller(self) -> bool:
+        return self.lease is not None
+
+    # ----- lifecycle
+
+    async def start(self, proposed_cluster_id: str) -> None:
+        timeout_ms = self.config.get("zookeeper.connection.timeout.ms") or self.zk.session_timeout_ms
+        assert isinstance(timeout_ms, int)
+        await self.zk.start(timeout_ms / 1000)
+        self.zk.on_state(self._on_session)
+        await self.store.ensure_paths()
+        self.cluster_id = await self.store.get_or_create_cluster_id(proposed_cluster_id)
+        await self.store.register_broker(self.registration())
+        log.info("broker_registered", broker_id=self.node_id, cluster_id=self.cluster_id, zookeeper=self.zk.hosts)
+        await self._refresh()
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-metadata")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        if self.lease is not None:
+            try:
+                await self.store.resign(self.lease)
+            except KazooException as exc:
+                log.warning("controller_resign_failed", error=str(exc))
+            self.lease = None
+        await self.zk.stop()  # the registration goes with the session
+
+    def registration(self) -> BrokerRegistration:
+        endpoints = tuple(
+            BrokerEndpoint(x.name, x.protocol, x.advertised.host, x.advertised.port) for x in self.config.listeners
+        )
+        rack = self.config.get("broker.rack")
+        return BrokerRegistration(self.node_id, endpoints, rack if isinstance(rack, str) else None, _now_ms())
+
+    # ----- events from ZooKeeper (on the loop)
+
+    def _on_watch(self, event: Any) -> None:
+        self._dirty.set()
+
+    def _on_session(self, state: SessionState) -> None:
+        if state is SessionState.LOST:
+            self._step_down("session_lost")
+            self._register_again = True  # the ephemeral registration went with the session
+        elif state is SessionState.CONNECTED:
+            self._dirty.set()  # watches may have been lost with the session: read everything again
+
+    def _step_down(self, reason: str) -> None:
+        if self.lease is not None:
+            log.warning("controller_resigned", broker_id=self.node_id, epoch=self.lease.epoch, reason=reason)
+            self.lease = None
+
+    # ----- the refresh task
+
+    async def _run(self) -> None:
+        while True:
+            await self._dirty.wait()
+            self._dirty.clear()
+            try:
+                await self._refresh()
+            except KazooException as exc:  # connection loss, session expiry: try again once reconnected
+                log.info("cluster_refresh_failed", error=type(exc).__name__)
+                await asyncio.sleep(RETRY_SECONDS)
+                self._dirty.set()
+
+    async def _refresh(self) -> None:
+        if self._register_again:
+            await self.store.register_broker(self.registration())
+            self._register_again = False
+            log.info("broker_registered_again", broker_id=self.node_id)
+        watch = self._on_watch
+        brokers = await self.store.live_brokers(watch=watch)
+        controller = await self.store.controller_id(watch=watch)
+        if controller is None:
+            self.lease = await self.store.try_elect(self.node_id)
+            if self.lease is not None:
+                controller = self.node_id
+                log.info("controller_elected", broker_id=self.node_id, epoch=self.lease.epoch)
+            else:
+                controller = await self.store.controller_id(watch=watch)
+        elif controller != self.node_id:
+            self._step_down("another_controller")
+        names = await self.store.topics(watch=watch)
+        found = await asyncio.gather(*(self.store.topic_assignment(name, watch=watch) for name in names))
+        topics = {a.topic: a for a in found if a is not None}
+        keys = [(t, p) for t, a in topics.items() for p in sorted(a.partitions)]
+        read = await asyncio.gather(*(self.store.partition_state(t, p, watch=watch) for t, p in keys))
+        states = {key: state for key, state in zip(keys, read, strict=True) if state is not None}
+        self.metadata = ClusterMetadata(brokers, controller, topics, states)
+        if self.lease is not None:
+            await self._act_as_controller()
+        await self._create_local_logs()
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def _act_as_controller(self) -> None:
+        lease, metadata = self.lease, self.metadata
+        assert lease is not None
+        context = ControllerContext(
+            epoch=lease.epoch,
+            unclean_leader_election=self.config.get_bool("unclean.leader.election.enable"),
+            live_brokers=set(metadata.brokers),
+            topics=dict(metadata.topics),
+            states=dict(metadata.states),
+        )
+        reasons: Counter[str] = Counter()
+        for change in context.decide():
+            try:
+                version = await self.store.write_partition_state(
+                    lease, change.topic, change.partition, change.before, change.after
+                )
+            except ControllerMovedError:
+                self._step_down("epoch_moved")
+                self._dirty.set()
+                return
+            except StaleStateError:
+                reasons["stale"] += 1
+                self._dirty.set()  # someone wrote in between: decide again from a fresh read
+                continue
+            context.applied(change, version)
+            reasons[change.reason] += 1
+        if reasons:
+            self.metadata = ClusterMetadata(metadata.brokers, metadata.controller_id, metadata.topics, context.states)
+            log.info("partition_states_written", epoch=lease.epoch, live=sorted(metadata.brokers), **reasons)
+
+    async def _create_local_logs(self) -> None:
+        """A log for each topic in which this broker holds a replica (with the cluster's topic id and configs)."""
+        for name, assignment in self.metadata.topics.items():
+            if self.logs.topic(name) is not None:
+                continue
+            if not any(self.node_id in replicas for replicas in assignment.partitions.values()):
+                continue
+            configs = await self.store.topic_config(name)
+            try:
+                self.logs.create_topic(name, len(assignment.partitions), configs=configs, topic_id=assignment.topic_id)
+            except TopicExistsError:
+                pass
+
+    # ----- requests
+
+    async def wait_for(self, predicate: Any, timeout_s: float) -> bool:
+        """Until predicate(self.metadata) holds or the timeout passes."""
+        try:
+            async with asyncio.timeout(timeout_s), self._changed:
+                await self._changed.wait_for(lambda: predicate(self.metadata))
+            return True
+        except TimeoutError:
+            return False
+
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int,
+        replication_factor: int,
+        configs: dict[str, str],
+        assignment: dict[int, tuple[int, ...]] | None = None,
+        *,
+        validate_only: bool = False,
+        by_controller: bool = True,
+    ) -> TopicAssignment:
+        """Write the topic's assignment and configs (the controller then elects its leaders). CreateTopics is
+        the controller's (`by_controller`), as in Kafka's ZooKeeper mode; auto-creation may happen on any
+        broker (the ZooKeeper transaction makes concurrent creations safe). Replicas are assigned round
+        robin over the live brokers unless the client gave them. Raises NotControllerError,
+        InvalidReplicationFactor, InvalidReplicaAssignment or TopicExistsInZkError."""
+        if by_controller and not self.is_controller:
+            raise NotControllerError(f"broker {self.node_id} is not the controller")
+        live = await self.store.live_brokers()
+        if assignment is None:
+            assignment = assign_replicas(live, partitions, replication_factor)
+        else:
+            check_explicit_assignment(assignment, live)
+        topic = TopicAssignment(name, uuid.uuid4(), assignment)
+        if not validate_only:
+            await self.store.create_topic(topic, configs)
+            log.info("topic_assigned", topic=name, partitions=len(assignment), replicas=len(assignment[0]))
+        return topic
+
+
+async def start_cluster(config: BrokerConfig, logs: LogManager, proposed_cluster_id: str) -> ClusterRuntime:
+    connect = config.zookeeper_connect
+    assert connect is not None
+    zk = ZkClient(connect, session_timeout_ms=config.get_int("zookeeper.session.timeout.ms"))
+    runtime = ClusterRuntime(config, logs, zk)
+    try:
+        await runtime.start(proposed_cluster_id)
+    except BaseException:
+        await zk.stop()
+        raise
+    return runtime
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
