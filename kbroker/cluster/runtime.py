@@ -200,6 +200,17 @@ class ClusterRuntime:
 
     # ----- requests
 
+    def leader_epoch(self, topic: str, partition: int) -> int | None:
+        """The leader epoch at which this broker leads the partition, None when it does not lead it. Topics
+        outside the cluster's metadata (the coordinators' internal topics, kept by each broker) are its own,
+        at epoch 0."""
+        if topic not in self.metadata.topics:
+            return 0
+        state = self.metadata.state(topic, partition)
+        if state is None or state.leader != self.node_id:
+            return None
+        return state.leader_epoch
+
     async def wait_for(self, predicate: Any, timeout_s: float) -> bool:
         """Until predicate(self.metadata) holds or the timeout passes."""
         try:

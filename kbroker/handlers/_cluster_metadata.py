@@ -11,6 +11,7 @@ elects its leaders, so the first answer is LEADER_NOT_AVAILABLE and the client a
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from kbroker.cluster.assignment import InvalidReplicationFactor
@@ -70,8 +71,22 @@ def _brokers(metadata: ClusterMetadata, listener: str) -> list[dict[str, Any]]:
 
 def _topic(metadata: ClusterMetadata, name: str) -> dict[str, Any]:
     assignment = metadata.topics[name]
+    return {
+        "error_code": 0,
+        "name": name,
+        "topic_id": assignment.topic_id.bytes,
+        "is_internal": name.startswith("__"),
+        "partitions": partition_entries(metadata, name, sorted(assignment.partitions)),
+        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def partition_entries(metadata: ClusterMetadata, name: str, indexes: Iterable[int]) -> list[dict[str, Any]]:
+    """Metadata's partition entries (also DescribeTopicPartitions') for partitions of a topic in the cluster."""
+    replicas_of = metadata.topics[name].partitions
     partitions = []
-    for index, replicas in sorted(assignment.partitions.items()):
+    for index in indexes:
+        replicas = replicas_of.get(index, ())
         state = metadata.state(name, index)
         led = state is not None and state.has_leader
         partitions.append(
@@ -85,14 +100,7 @@ def _topic(metadata: ClusterMetadata, name: str) -> dict[str, Any]:
                 "offline_replicas": metadata.offline_replicas(replicas),
             }
         )
-    return {
-        "error_code": 0,
-        "name": name,
-        "topic_id": assignment.topic_id.bytes,
-        "is_internal": name.startswith("__"),
-        "partitions": partitions,
-        "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
-    }
+    return partitions
 
 
 async def _missing(ctx: RequestContext, cluster: ClusterRuntime, name: str, allow_create: bool) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from scripts.zookeeper import ZooKeeperServer
 from tests.process import BrokerProcess, RawClient
 
 SESSION_TIMEOUT_MS = 2000
+NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH = 6, 74
 
 
 class Cluster:
@@ -90,6 +91,21 @@ def _brokers_seen(cluster: Cluster, node_id: int) -> list[int]:
 def _partitions(cluster: Cluster, node_id: int, topic: str) -> dict[int, dict[str, Any]]:
     (entry,) = cluster.metadata(node_id, [topic])["topics"]
     return {p["partition_index"]: p for p in entry["partitions"]}
+
+
+def _list_offset(cluster: Cluster, node_id: int, partition: int, epoch: int) -> dict[str, Any]:
+    body = {
+        "replica_id": -1,
+        "isolation_level": 0,
+        "topics": [
+            {
+                "name": "orders",
+                "partitions": [{"partition_index": partition, "timestamp": -1, "current_leader_epoch": epoch}],
+            }
+        ],
+    }
+    with RawClient(cluster.brokers[node_id].bootstrap) as client:
+        return dict(client.call(ApiKey.LIST_OFFSETS, 7, body)["topics"][0]["partitions"][0])
 
 
 def test_brokers_register_and_agree_on_one_controller(cluster: Cluster) -> None:
@@ -167,6 +183,43 @@ def test_created_topic_is_replicated_in_metadata_and_fails_over(cluster: Cluster
         else:
             assert p["leader_id"] == before["leader_id"] and p["leader_epoch"] == 1  # ISR shrink raises it too
     assert _brokers_seen(cluster, survivor) == sorted(n for n in (1, 2, 3) if n != victim)
+
+    # only the leader serves a partition, at the controller's epoch; DescribeTopicPartitions agrees
+    for index, p in after.items():
+        leader = p["leader_id"]
+        follower = next(r for r in p["replica_nodes"] if r not in (leader, victim))
+        assert _list_offset(cluster, follower, index, -1)["error_code"] == NOT_LEADER_OR_FOLLOWER
+        assert _list_offset(cluster, leader, index, 0)["error_code"] == FENCED_LEADER_EPOCH
+        answer = _list_offset(cluster, leader, index, 1)
+        assert answer["error_code"] == 0 and answer["leader_epoch"] == 1
+        assert answer["offset"] == (0 if parts[index]["leader_id"] == victim else 10)  # not replicated yet
+    with RawClient(cluster.brokers[survivor].bootstrap) as client:
+        body = {"topics": [{"name": "orders"}], "response_partition_limit": 100, "cursor": None}
+        (described,) = client.call(ApiKey.DESCRIBE_TOPIC_PARTITIONS, 0, body)["topics"]
+    for p in described["partitions"]:
+        expected = after[p["partition_index"]]
+        assert (p["leader_id"], p["leader_epoch"], p["isr_nodes"]) == (
+            expected["leader_id"],
+            1,
+            expected["isr_nodes"],
+        )
+
+    # clients carry on with the new epoch: the surviving leaders' records are read back, new ones written
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap(victim), "group.id": "unused2"})
+    kept = [i for i in range(6) if parts[i]["leader_id"] != victim]
+    consumer.assign([TopicPartition("orders", i, 0) for i in kept])
+    seen = 0
+    deadline = time.monotonic() + 20
+    while seen < 10 * len(kept) and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and message.error() is None:
+            seen += 1
+    consumer.close()
+    assert seen == 10 * len(kept)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(victim), "acks": "all"})
+    for i in range(6):
+        producer.produce("orders", value=b"after", partition=i)
+    assert producer.flush(20) == 0
 
 
 def test_a_killed_controller_is_replaced(cluster: Cluster) -> None:
