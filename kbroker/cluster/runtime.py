@@ -23,9 +23,9 @@ from collections import Counter
 from typing import Any
 
 import structlog
-from kazoo.exceptions import KazooException
+from kazoo.exceptions import KazooException, NoNodeError
 
-from kbroker.cluster.assignment import assign_replicas, check_explicit_assignment
+from kbroker.cluster.assignment import InvalidReplicaAssignment, assign_replicas, check_explicit_assignment
 from kbroker.cluster.controller import ControllerContext
 from kbroker.cluster.metadata import ClusterMetadata
 from kbroker.cluster.store import ClusterStore, ControllerLease, ControllerMovedError, StaleStateError
@@ -41,6 +41,10 @@ RETRY_SECONDS = 0.5
 
 class NotControllerError(Exception):
     """This broker is not the controller (Kafka's NOT_CONTROLLER)."""
+
+
+class InvalidPartitionCount(ValueError):
+    """Kafka's INVALID_PARTITIONS."""
 
 
 class ClusterRuntime:
@@ -148,7 +152,9 @@ class ClusterRuntime:
         keys = [(t, p) for t, a in topics.items() for p in sorted(a.partitions)]
         read = await asyncio.gather(*(self.store.partition_state(t, p, watch=watch) for t, p in keys))
         states = {key: state for key, state in zip(keys, read, strict=True) if state is not None}
+        removed = set(self.metadata.topics) - set(topics)
         self.metadata = ClusterMetadata(brokers, controller, topics, states)
+        self._delete_local_logs(removed)
         if self.lease is not None:
             await self._act_as_controller()
         await self._create_local_logs()
@@ -185,11 +191,24 @@ class ClusterRuntime:
             self.metadata = ClusterMetadata(metadata.brokers, metadata.controller_id, metadata.topics, context.states)
             log.info("partition_states_written", epoch=lease.epoch, live=sorted(metadata.brokers), **reasons)
 
+    def _delete_local_logs(self, names: set[str]) -> None:
+        """Topics deleted from the cluster go from this broker's logs too."""
+        for name in sorted(names):
+            if self.logs.topic(name) is not None:
+                self.logs.delete_topic(name)
+                log.info("topic_log_deleted", topic=name, reason="deleted_from_cluster")
+
     async def _create_local_logs(self) -> None:
         """A log for each topic in which this broker holds a replica (with the cluster's topic id and configs)."""
         for name, assignment in self.metadata.topics.items():
-            if self.logs.topic(name) is not None:
+            local = self.logs.topic(name)
+            if local is not None and local.topic_id == assignment.topic_id:
+                if local.partitions < len(assignment.partitions):  # CreatePartitions
+                    self.logs.create_partitions(name, len(assignment.partitions))
                 continue
+            if local is not None:  # a topic of that name deleted while this broker was away: not this one
+                self.logs.delete_topic(name)
+                log.info("topic_log_deleted", topic=name, reason="another_topic_id_in_cluster")
             if not any(self.node_id in replicas for replicas in assignment.partitions.values()):
                 continue
             configs = await self.store.topic_config(name)
@@ -201,11 +220,11 @@ class ClusterRuntime:
     # ----- requests
 
     def leader_epoch(self, topic: str, partition: int) -> int | None:
-        """The leader epoch at which this broker leads the partition, None when it does not lead it. Topics
-        outside the cluster's metadata (the coordinators' internal topics, kept by each broker) are its own,
-        at epoch 0."""
+        """The leader epoch at which this broker leads the partition, None when it does not lead it. The
+        coordinators' internal topics (kept by each broker, outside the cluster's metadata) are its own, at
+        epoch 0; a user topic not in the cluster's metadata is led by nobody."""
         if topic not in self.metadata.topics:
-            return 0
+            return 0 if topic.startswith("__") else None  # a user topic is the cluster's, or nobody's
         state = self.metadata.state(topic, partition)
         if state is None or state.leader != self.node_id:
             return None
@@ -248,6 +267,88 @@ class ClusterRuntime:
             await self.store.create_topic(topic, configs)
             log.info("topic_assigned", topic=name, partitions=len(assignment), replicas=len(assignment[0]))
         return topic
+
+    async def add_partitions(
+        self, name: str, total: int, assignment: list[tuple[int, ...]] | None = None, *, validate_only: bool = False
+    ) -> TopicAssignment:
+        """The controller raises the topic's partition count to `total` (the new partitions assigned round
+        robin from the first replica of partition 0, or as given). Raises NotControllerError, NoNodeError,
+        InvalidPartitionCount, InvalidReplicaAssignment or InvalidReplicationFactor; StaleStateError when the
+        topic's znode kept changing under it."""
+        for _ in range(4):
+            try:
+                return await self._add_partitions(name, total, assignment, validate_only)
+            except StaleStateError:
+                continue  # the assignment changed since it was read: read it again
+        raise StaleStateError(name)
+
+    async def _add_partitions(
+        self, name: str, total: int, assignment: list[tuple[int, ...]] | None, validate_only: bool
+    ) -> TopicAssignment:
+        lease = self.lease
+        if lease is None:
+            raise NotControllerError(f"broker {self.node_id} is not the controller")
+        found = await self.store.topic_assignment_versioned(name)
+        if found is None:
+            raise NoNodeError(name)
+        current, version = found
+        count = len(current.partitions)
+        if total <= count:
+            raise InvalidPartitionCount(
+                f"Topic already has {count} partition(s)."
+                if total == count
+                else f"The topic {name} currently has {count} partition(s); {total} would not be an increase."
+            )
+        live = sorted(await self.store.live_brokers())
+        factor = len(current.partitions[0])
+        if assignment is None:
+            first = current.partitions[0][0]
+            start = next((i for i, b in enumerate(live) if b >= first), 0)
+            added = assign_replicas(live, total - count, factor, first_partition=count, start=start)
+        else:
+            if len(assignment) != total - count:
+                raise InvalidReplicaAssignment(
+                    f"Attempted to add {total - count} additional partition(s), but only {len(assignment)} "
+                    "assignment(s) were specified."
+                )
+            added = {count + i: tuple(r) for i, r in enumerate(assignment)}
+            check_explicit_assignment(added, live, first_partition=count)
+            if len(added[count]) != factor:
+                raise InvalidReplicaAssignment(
+                    f"Inconsistent replication factor between partitions, partition 0 has {factor} "
+                    f"while partitions [{count}] has replication factor {len(added[count])}, respectively."
+                )
+        grown = TopicAssignment(name, current.topic_id, {**current.partitions, **added})
+        if validate_only:
+            return grown
+        try:
+            await self.store.update_topic(lease, grown, version)
+        except ControllerMovedError:
+            self._step_down("epoch_moved")
+            raise NotControllerError(f"broker {self.node_id} is no longer the controller") from None
+        log.info("partitions_assigned", topic=name, partitions=total)
+        return grown
+
+    async def delete_topic(self, name: str) -> TopicAssignment:
+        """The controller removes the topic from ZooKeeper; every broker then deletes its replicas' logs.
+        Raises NotControllerError, or NoNodeError for a topic that does not exist."""
+        for _ in range(5):
+            lease = self.lease
+            if lease is None:
+                raise NotControllerError(f"broker {self.node_id} is not the controller")
+            assignment = self.metadata.topics.get(name) or await self.store.topic_assignment(name)
+            if assignment is None:
+                raise NoNodeError(name)
+            try:
+                await self.store.delete_topic(lease, name)
+            except ControllerMovedError:
+                self._step_down("epoch_moved")
+                raise NotControllerError(f"broker {self.node_id} is no longer the controller") from None
+            except StaleStateError:
+                continue  # a partition state was written meanwhile: list the znodes again
+            log.info("topic_deleted_from_cluster", topic=name)
+            return assignment
+        raise StaleStateError(name)
 
 
 async def start_cluster(config: BrokerConfig, logs: LogManager, proposed_cluster_id: str) -> ClusterRuntime:

@@ -170,12 +170,58 @@ class ClusterStore:
                 raise TopicExistsInZkError(assignment.topic) from None
             raise
 
+    async def delete_topic(self, lease: ControllerLease, topic: str) -> None:
+        """Remove the topic's znodes (states, partitions, assignment, config) in one transaction fenced by the
+        controller's epoch. NoNodeError when the topic does not exist."""
+        root = znodes.topic_path(topic)
+        if await self.zk.exists(root) is None:
+            raise NoNodeError(root)
+        ops = [ZkOp("check", znodes.CONTROLLER_EPOCH, version=lease.epoch_zk_version)]
+        partitions_path = f"{root}/partitions"
+        try:
+            partitions = await self.zk.get_children(partitions_path)
+        except NoNodeError:
+            partitions = None
+        for partition in partitions or ():
+            path = f"{partitions_path}/{partition}"
+            ops += [ZkOp("delete", f"{path}/{child}") for child in await self.zk.get_children(path)]
+            ops.append(ZkOp("delete", path))
+        if partitions is not None:
+            ops.append(ZkOp("delete", partitions_path))
+        ops.append(ZkOp("delete", root))
+        if await self.zk.exists(znodes.topic_config_path(topic)) is not None:
+            ops.append(ZkOp("delete", znodes.topic_config_path(topic)))
+        try:
+            await self.zk.multi(ops)
+        except TransactionFailed as failed:
+            if failed.index == 0:
+                raise ControllerMovedError(f"controller epoch {lease.epoch} is no longer current") from None
+            raise StaleStateError(root) from None  # changed while we listed it: list again
+
     async def topics(self, watch: Watch | None = None) -> list[str]:
         return sorted(await self.zk.get_children(znodes.TOPICS, watch=watch))
 
     async def topic_assignment(self, topic: str, watch: Watch | None = None) -> TopicAssignment | None:
         found = await self._get_watched(znodes.topic_path(topic), watch)
         return None if found is None else znodes.decode_topic(topic, found[0])
+
+    async def topic_assignment_versioned(self, topic: str) -> tuple[TopicAssignment, int] | None:
+        """The assignment with its znode version, for a compare-and-set (CreatePartitions)."""
+        found = await self._get_watched(znodes.topic_path(topic), None)
+        return None if found is None else (znodes.decode_topic(topic, found[0]), found[1].version)
+
+    async def update_topic(self, lease: ControllerLease, assignment: TopicAssignment, version: int) -> None:
+        """The controller's new assignment of a topic, at the znode version it read, fenced by its epoch."""
+        ops = [
+            ZkOp("check", znodes.CONTROLLER_EPOCH, version=lease.epoch_zk_version),
+            ZkOp("set", znodes.topic_path(assignment.topic), znodes.encode_topic(assignment), version=version),
+        ]
+        try:
+            await self.zk.multi(ops)
+        except TransactionFailed as failed:
+            if failed.index == 0:
+                raise ControllerMovedError(f"controller epoch {lease.epoch} is no longer current") from None
+            raise StaleStateError(znodes.topic_path(assignment.topic)) from None
 
     async def topic_config(self, topic: str) -> dict[str, str]:
         try:

@@ -3,8 +3,8 @@ replicas, leader, leader epoch, ISR and offline replicas as the controller wrote
 
 Brokers are listed with their endpoint on the listener the request came through (a broker without that
 listener is left out, as Kafka does). A partition whose leader is not known yet, or offline, answers
-LEADER_NOT_AVAILABLE with leader -1. Topics that exist only in this broker's own logs (the internal topics
-of its coordinators) are answered as a broker alone answers them. Auto-creation writes the topic's assignment
+LEADER_NOT_AVAILABLE with leader -1. The internal topics of this broker's own coordinators (not in
+ZooKeeper) are answered as a broker alone answers them; any other topic is the cluster's or does not exist. Auto-creation writes the topic's assignment
 to ZooKeeper from whichever broker was asked (as Kafka's ZooKeeper-mode brokers did); the controller then
 elects its leaders, so the first answer is LEADER_NOT_AVAILABLE and the client asks again.
 """
@@ -41,9 +41,13 @@ async def cluster_metadata(
         topics = []
         for entry in requested:
             name = entry["name"]
+            if name is None:  # a lookup by topic id (v10+)
+                name = next(
+                    (t for t, a in metadata.topics.items() if a.topic_id.bytes == bytes(entry["topic_id"])), None
+                )
             if name is not None and name in metadata.topics:
                 topics.append(_topic(metadata, name))
-            elif name is None or ctx.broker.logs.topic(name) is not None:
+            elif name is None or name.startswith("__"):
                 topics.append(local_topic(ctx, entry, allow_create))  # by id, or an internal topic of this broker
             else:
                 topics.append(await _missing(ctx, cluster, name, allow_create))

@@ -236,3 +236,47 @@ def test_a_killed_controller_is_replaced(cluster: Cluster) -> None:
     cluster.start(controller)
     wait_until(lambda: _brokers_seen(cluster, controller) == [1, 2, 3], what="the restarted broker registered")
     assert cluster.metadata(controller)["controller_id"] == new
+
+
+def test_partitions_added_and_topic_deleted_through_the_controller(cluster: Cluster) -> None:
+    from confluent_kafka.admin import NewPartitions
+
+    wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="all brokers registered")
+    controller = cluster.metadata(1)["controller_id"]
+    other = next(n for n in (1, 2, 3) if n != controller)
+    with RawClient(cluster.brokers[other].bootstrap) as client:  # CreateTopics is the controller's
+        body = {
+            "topics": [{"name": "x", "num_partitions": 1, "replication_factor": 1, "assignments": [], "configs": []}]
+        }
+        body.update(timeout_ms=5000, validate_only=False)
+        assert client.call(ApiKey.CREATE_TOPICS, 5, body)["topics"][0]["error_code"] == 41  # NOT_CONTROLLER
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})
+    admin.create_topics([NewTopic("grow", num_partitions=2, replication_factor=2)], operation_timeout=15)[
+        "grow"
+    ].result(20)
+    admin.create_partitions([NewPartitions("grow", 5)], operation_timeout=15)["grow"].result(20)
+    wrong = admin.create_partitions([NewPartitions("grow", 6, replica_assignment=[[1, 2, 3]])], operation_timeout=15)
+    with pytest.raises(Exception, match="INVALID_REPLICA_ASSIGNMENT|Inconsistent replication factor"):
+        wrong["grow"].result(20)
+    smaller = admin.create_partitions([NewPartitions("grow", 3)], operation_timeout=15)
+    with pytest.raises(Exception, match="INVALID_PARTITIONS|not be an increase"):
+        smaller["grow"].result(20)
+
+    def grown(node_id: int) -> dict[int, dict[str, Any]] | None:
+        parts = _partitions(cluster, node_id, "grow")
+        return parts if len(parts) == 5 and all(p["error_code"] == 0 for p in parts.values()) else None
+
+    parts = wait_until(lambda: grown(other), what="five partitions with leaders")
+    assert all(len(p["replica_nodes"]) == 2 for p in parts.values())
+    for node_id, process in cluster.brokers.items():  # replicas of the new partitions have their logs
+        holds = [i for i, p in parts.items() if node_id in p["replica_nodes"]]
+        assert all((process.data_dir / f"grow-{i}").is_dir() for i in holds), node_id
+
+    admin.delete_topics(["grow"], operation_timeout=15)["grow"].result(20)
+    for node_id in (1, 2, 3):
+        wait_until(lambda n=node_id: cluster.metadata(n, ["grow"])["topics"][0]["error_code"] == 3, what="deleted")
+    for process in cluster.brokers.values():
+        wait_until(lambda p=process: not (p.data_dir / "grow-0").exists(), what="local logs deleted")
+    missing = admin.delete_topics(["grow"], operation_timeout=15)
+    with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
+        missing["grow"].result(20)
