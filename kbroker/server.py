@@ -168,6 +168,7 @@ async def _join_cluster(broker: Broker, fresh_data_dir: bool) -> None:
         await cluster.stop()
         raise ConfigError(str(exc)) from None
     broker.cluster = cluster
+    broker.producer_ids.block_source = cluster.take_producer_id_block  # unique across the cluster's brokers
 
 
 async def _sweep_connections(registry: ConnectionLimits) -> None:

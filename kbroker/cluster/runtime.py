@@ -37,6 +37,7 @@ from kbroker.log import LogManager, TopicExistsError
 log = structlog.get_logger(__name__)
 
 RETRY_SECONDS = 0.5
+PRODUCER_ID_BLOCK_SIZE = 1000  # as Kafka's controller hands them out
 
 
 class NotControllerError(Exception):
@@ -61,6 +62,8 @@ class ClusterRuntime:
         self._changed = asyncio.Condition()
         self._register_again = False
         self._task: asyncio.Task[None] | None = None
+        self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
+        self._refill: asyncio.Task[None] | None = None
 
     @property
     def is_controller(self) -> bool:
@@ -75,15 +78,17 @@ class ClusterRuntime:
         self.zk.on_state(self._on_session)
         await self.store.ensure_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id(proposed_cluster_id)
+        self._spare_ids = await self.store.allocate_producer_ids(self.node_id, PRODUCER_ID_BLOCK_SIZE)
         await self.store.register_broker(self.registration())
         log.info("broker_registered", broker_id=self.node_id, cluster_id=self.cluster_id, zookeeper=self.zk.hosts)
         await self._refresh()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-metadata")
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+        for task in (self._task, self._refill):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
         if self.lease is not None:
             try:
                 await self.store.resign(self.lease)
@@ -216,6 +221,26 @@ class ClusterRuntime:
                 self.logs.create_topic(name, len(assignment.partitions), configs=configs, topic_id=assignment.topic_id)
             except TopicExistsError:
                 pass
+
+    # ----- producer ids
+
+    def take_producer_id_block(self) -> tuple[int, int] | None:
+        """A block of producer ids no other broker has (ProducerIdManager's source in cluster mode), and the
+        next one fetched from ZooKeeper in the background; None while that is still under way."""
+        block, self._spare_ids = self._spare_ids, None
+        if self._refill is None or self._refill.done():
+            self._refill = asyncio.get_running_loop().create_task(self._refill_ids(), name="producer-id-block")
+        if block is not None:
+            log.info("producer_id_block_taken", block_start=block[0], block_end=block[1])
+        return block
+
+    async def _refill_ids(self) -> None:
+        while self._spare_ids is None:
+            try:
+                self._spare_ids = await self.store.allocate_producer_ids(self.node_id, PRODUCER_ID_BLOCK_SIZE)
+            except KazooException as exc:
+                log.warning("producer_id_block_failed", error=type(exc).__name__)
+                await asyncio.sleep(RETRY_SECONDS)
 
     # ----- requests
 

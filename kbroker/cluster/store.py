@@ -154,6 +154,32 @@ class ClusterStore:
             except (NoNodeError, BadVersionError):
                 pass
 
+    # ----- producer ids
+
+    async def allocate_producer_ids(self, broker_id: int, size: int) -> tuple[int, int]:
+        """The next block of `size` producer ids, unique in the cluster: a compare-and-set on
+        /latest_producer_id_block (retried when another broker took a block meanwhile)."""
+        while True:
+            try:
+                data, stat = await self.zk.get(znodes.PRODUCER_ID_BLOCK)
+            except NoNodeError:
+                try:
+                    await self.zk.create(
+                        znodes.PRODUCER_ID_BLOCK, znodes.encode_producer_id_block(broker_id, 0, size - 1)
+                    )
+                except NodeExistsError:
+                    continue
+                return 0, size - 1
+            _, last_end = znodes.decode_producer_id_block(data)
+            start, end = last_end + 1, last_end + size
+            try:
+                await self.zk.set(
+                    znodes.PRODUCER_ID_BLOCK, znodes.encode_producer_id_block(broker_id, start, end), stat.version
+                )
+            except BadVersionError:
+                continue
+            return start, end
+
     # ----- topics
 
     async def create_topic(self, assignment: TopicAssignment, config: dict[str, str]) -> None:

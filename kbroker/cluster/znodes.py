@@ -11,6 +11,7 @@
     /brokers/topics/T/partitions/P/state      {"version":1,"leader":N,"leader_epoch":E,"controller_epoch":C,
                                                "isr":[..]}
     /config/topics/T                          {"version":1,"config":{name: value}}
+    /latest_producer_id_block                 {"version":1,"broker":N,"block_start":"S","block_end":"E"}
 
 Pure: no I/O. Malformed payloads raise ZnodeFormatError.
 """
@@ -30,6 +31,7 @@ CONTROLLER_EPOCH = "/controller_epoch"
 BROKER_IDS = "/brokers/ids"
 TOPICS = "/brokers/topics"
 TOPIC_CONFIGS = "/config/topics"
+PRODUCER_ID_BLOCK = "/latest_producer_id_block"
 
 NO_LEADER = -1  # Kafka's LeaderAndIsr.NoLeader
 
@@ -286,3 +288,19 @@ def decode_partition_state(data: bytes, zk_version: int, what: str = "partition 
         return PartitionState(leader, epoch, tuple(int(r) for r in isr), controller_epoch, zk_version)
     except (KeyError, TypeError, ValueError) as exc:
         raise ZnodeFormatError(f"{what}: {exc}") from exc
+
+
+# --------------------------------------------------------------------------- producer id blocks
+
+
+def encode_producer_id_block(broker_id: int, start: int, end: int) -> bytes:
+    return _dump({"version": 1, "broker": broker_id, "block_start": str(start), "block_end": str(end)})
+
+
+def decode_producer_id_block(data: bytes) -> tuple[int, int]:
+    """(block_start, block_end) of the last block handed out."""
+    value = _json(data, PRODUCER_ID_BLOCK)
+    try:
+        return int(value["block_start"]), int(value["block_end"])
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ZnodeFormatError(f"{PRODUCER_ID_BLOCK}: {exc}") from exc

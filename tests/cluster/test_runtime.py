@@ -54,6 +54,12 @@ async def test_controller_steps_down_on_session_loss_and_rejoins(
         assert second.logs.topic("t") is not None  # a replica's log, with the cluster's topic id and configs
         assert second.logs.topic("t").topic_id == first.metadata.topics["t"].topic_id  # type: ignore[union-attr]
         assert second.logs.topic("t").configs == {"retention.ms": "60000"}  # type: ignore[union-attr]
+        # producer ids: each broker's blocks come from ZooKeeper, never the same twice
+        blocks = [first.take_producer_id_block(), second.take_producer_id_block()]
+        await _until(lambda: first._spare_ids is not None and second._spare_ids is not None)
+        blocks += [first.take_producer_id_block(), second.take_producer_id_block()]
+        assert None not in blocks and len({b[0] for b in blocks if b}) == 4
+        assert all(b[1] - b[0] == 999 for b in blocks if b)
         epoch = first.lease.epoch  # type: ignore[union-attr]
 
         # ZooKeeper expires the controller's session (a second client joins it and closes it)

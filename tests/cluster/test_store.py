@@ -144,3 +144,19 @@ async def test_partition_state_writes_are_compare_and_set(zookeeper: ZooKeeperSe
         assert await store.controller_id() is None
     finally:
         await store.zk.stop()
+
+
+@async_test
+async def test_producer_id_blocks_are_unique_across_brokers(zookeeper: ZooKeeperServer, zk_chroot: str) -> None:
+    stores = [await _store(zookeeper, zk_chroot) for _ in range(3)]
+    try:
+        blocks = await asyncio.gather(
+            *(s.allocate_producer_ids(i, 1000) for i, s in enumerate(stores) for _ in range(4))
+        )
+        assert sorted(blocks) == [(i * 1000, i * 1000 + 999) for i in range(12)]  # disjoint, no gap
+        data, _ = await stores[0].zk.get("/latest_producer_id_block")
+        value = json.loads(data)
+        assert value["version"] == 1 and value["block_start"] == "11000" and value["block_end"] == "11999"
+    finally:
+        for store in stores:
+            await store.zk.stop()
