@@ -575,6 +575,8 @@ _HTTP = [
        "/health, /ready, /metrics, REST Proxy v2 and WebSocket queues; empty: no HTTP listener."),
     _p("kbroker.http.max.body.bytes", INT, 8388608, "kbroker only: largest HTTP request body accepted (413 above).",
        Range(1024)),
+    _p("kbroker.testing.admin.enable", BOOL, False, "kbroker only, for tests, never in production: a virtual "
+       "clock, fault injection and reset, controlled over HTTP at /v1/testing/* on the HTTP listener (docs/testing.md)."),
     _p("consumer.instance.timeout.ms", INT, 300000, "REST Proxy: a consumer instance idle for this long is "
        "destroyed.", Range(1000)),
 ]
@@ -822,6 +824,23 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             None,
             default="read_uncommitted",
             validator=OneOf(("read_committed", "read_uncommitted")),
+        ),
+        # kbroker's share-group extensions (docs/queues.md), checked by kbroker.share.check_group_config
+        GroupProperty(
+            "kbroker.share.tag.filter",
+            STR,
+            "Only records whose kbroker-tag headers match this expression (e.g. TagA || TagB) are delivered to the "
+            "share group; the others are archived for it. Empty: every record.",
+            None,
+            default="",
+        ),
+        GroupProperty(
+            "errors.deadletterqueue.topic.name",
+            STR,
+            "Topic the share group copies records to when they are rejected or reach the delivery count limit. "
+            "Empty: none.",
+            None,
+            default="",
         ),
     )
 }
