@@ -28,7 +28,13 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kbroker.cluster.assignment import InvalidReplicaAssignment, assign_replicas, check_explicit_assignment
 from kbroker.cluster.controller import ControllerContext
 from kbroker.cluster.metadata import ClusterMetadata
-from kbroker.cluster.store import ClusterStore, ControllerLease, ControllerMovedError, StaleStateError
+from kbroker.cluster.store import (
+    BrokerIdInUseError,
+    ClusterStore,
+    ControllerLease,
+    ControllerMovedError,
+    StaleStateError,
+)
 from kbroker.cluster.zk import SessionState, ZkClient
 from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment
 from kbroker.config import BrokerConfig
@@ -79,10 +85,27 @@ class ClusterRuntime:
         await self.store.ensure_paths()
         self.cluster_id = await self.store.get_or_create_cluster_id(proposed_cluster_id)
         self._spare_ids = await self.store.allocate_producer_ids(self.node_id, PRODUCER_ID_BLOCK_SIZE)
-        await self.store.register_broker(self.registration())
+        await self._register(wait_s=self.zk.session_timeout_ms * 1.5 / 1000)
         log.info("broker_registered", broker_id=self.node_id, cluster_id=self.cluster_id, zookeeper=self.zk.hosts)
         await self._refresh()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-metadata")
+
+    async def _register(self, wait_s: float) -> None:
+        """Register /brokers/ids/N. The registration of this broker's previous process (killed, its session
+        not yet expired) is waited out for up to `wait_s`; BrokerIdInUseError after that."""
+        deadline = asyncio.get_running_loop().time() + wait_s
+        waited = False
+        while True:
+            try:
+                await self.store.register_broker(self.registration())
+                return
+            except BrokerIdInUseError:
+                if asyncio.get_running_loop().time() >= deadline:
+                    raise
+                if not waited:
+                    log.info("broker_id_still_registered", broker_id=self.node_id, waiting_s=round(wait_s, 1))
+                    waited = True
+                await asyncio.sleep(RETRY_SECONDS)
 
     async def stop(self) -> None:
         for task in (self._task, self._refill):

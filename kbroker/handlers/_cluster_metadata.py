@@ -54,7 +54,7 @@ async def cluster_metadata(
         metadata = cluster.metadata
     return {
         "throttle_time_ms": 0,
-        "brokers": _brokers(metadata, ctx.listener),
+        "brokers": live_brokers(metadata, ctx.listener),
         "cluster_id": ctx.broker.cluster_id,
         "controller_id": metadata.controller_id if metadata.controller_id is not None else -1,
         "topics": topics,
@@ -62,7 +62,8 @@ async def cluster_metadata(
     }
 
 
-def _brokers(metadata: ClusterMetadata, listener: str) -> list[dict[str, Any]]:
+def live_brokers(metadata: ClusterMetadata, listener: str) -> list[dict[str, Any]]:
+    """Metadata's broker entries (also DescribeCluster's): each live broker's endpoint on `listener`."""
     brokers = []
     for broker_id, registration in sorted(metadata.brokers.items()):
         endpoint = registration.endpoint(listener)

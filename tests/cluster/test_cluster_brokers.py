@@ -280,3 +280,19 @@ def test_partitions_added_and_topic_deleted_through_the_controller(cluster: Clus
     missing = admin.delete_topics(["grow"], operation_timeout=15)
     with pytest.raises(Exception, match="UNKNOWN_TOPIC_OR_PART"):
         missing["grow"].result(20)
+
+
+def test_a_broker_killed_and_restarted_at_once_rejoins(cluster: Cluster) -> None:
+    """Its old session's registration is still there: it waits for it to expire, then registers; DescribeCluster
+    lists it again."""
+    wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="all brokers registered")
+    cluster.brokers[3].kill()
+    cluster.start(3)
+    wait_until(lambda: "broker_registered" in cluster.brokers[3].log_text(), what="the restarted broker to register")
+    wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="everyone to see it")
+    with RawClient(cluster.brokers[3].bootstrap) as client:
+        body = {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False}
+        answer = client.call(ApiKey.DESCRIBE_CLUSTER, 2, body)
+    assert sorted(b["broker_id"] for b in answer["brokers"]) == [1, 2, 3]
+    assert answer["controller_id"] == cluster.metadata(1)["controller_id"]
+    assert "broker_id_still_registered" in cluster.brokers[3].log_text()
