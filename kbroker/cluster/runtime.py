@@ -144,6 +144,16 @@ class ClusterRuntime:
             log.warning("controller_resigned", broker_id=self.node_id, epoch=self.lease.epoch, reason=reason)
             self.lease = None
 
+    async def _fenced(self, lease: ControllerLease) -> None:
+        """A write found /controller_epoch moved on: step down, and give up /controller if this session still
+        holds it (so that an election takes place rather than nobody acting), then look again."""
+        self._step_down("epoch_moved")
+        try:
+            await self.store.resign(lease)
+        except KazooException as exc:
+            log.warning("controller_resign_failed", error=type(exc).__name__)
+        self._dirty.set()
+
     # ----- the refresh task
 
     async def _run(self) -> None:
@@ -206,8 +216,7 @@ class ClusterRuntime:
                     lease, change.topic, change.partition, change.before, change.after
                 )
             except ControllerMovedError:
-                self._step_down("epoch_moved")
-                self._dirty.set()
+                await self._fenced(lease)
                 return
             except StaleStateError:
                 reasons["stale"] += 1
@@ -372,7 +381,7 @@ class ClusterRuntime:
         try:
             await self.store.update_topic(lease, grown, version)
         except ControllerMovedError:
-            self._step_down("epoch_moved")
+            await self._fenced(lease)
             raise NotControllerError(f"broker {self.node_id} is no longer the controller") from None
         log.info("partitions_assigned", topic=name, partitions=total)
         return grown
@@ -390,7 +399,7 @@ class ClusterRuntime:
             try:
                 await self.store.delete_topic(lease, name)
             except ControllerMovedError:
-                self._step_down("epoch_moved")
+                await self._fenced(lease)
                 raise NotControllerError(f"broker {self.node_id} is no longer the controller") from None
             except StaleStateError:
                 continue  # a partition state was written meanwhile: list the znodes again

@@ -98,3 +98,25 @@ async def test_only_the_controller_creates_topics(zookeeper: ZooKeeperServer, zk
         for runtime in (first, second):
             await runtime.stop()
             await runtime.logs.shutdown()
+
+
+@async_test
+async def test_a_controller_whose_epoch_moved_is_fenced_and_a_new_election_follows(
+    zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> None:
+    runtime = await _broker(zookeeper, zk_chroot, 1, tmp_path)
+    other = ZkClient(zookeeper.connect_string + zk_chroot)
+    await other.start()
+    try:
+        assert runtime.lease is not None and runtime.lease.epoch == 1
+        _, stat = await other.get("/controller_epoch")
+        await other.set("/controller_epoch", b"41", stat.version)  # as if another controller had been elected
+        await runtime.create_topic("fenced", 1, 1, {})  # the assignment is written; its state write is fenced
+        await _until(lambda: runtime.metadata.leaders_known("fenced"))
+        assert runtime.lease is not None and runtime.lease.epoch == 42  # resigned, elected again
+        state = runtime.metadata.state("fenced", 0)
+        assert state is not None and state.controller_epoch == 42
+    finally:
+        await other.stop()
+        await runtime.stop()
+        await runtime.logs.shutdown()
