@@ -20,7 +20,8 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from typing import Any
+from collections.abc import Awaitable
+from typing import Any, TypeVar
 
 import structlog
 from kazoo.exceptions import KazooException, NoNodeError
@@ -36,11 +37,12 @@ from kbroker.cluster.store import (
     StaleStateError,
 )
 from kbroker.cluster.zk import SessionState, ZkClient
-from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment
+from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment, ZnodeFormatError
 from kbroker.config import BrokerConfig
 from kbroker.log import LogManager, TopicExistsError
 
 log = structlog.get_logger(__name__)
+_T = TypeVar("_T")
 
 RETRY_SECONDS = 0.5
 PRODUCER_ID_BLOCK_SIZE = 1000  # as Kafka's controller hands them out
@@ -166,6 +168,10 @@ class ClusterRuntime:
                 log.info("cluster_refresh_failed", error=type(exc).__name__)
                 await asyncio.sleep(RETRY_SECONDS)
                 self._dirty.set()
+            except Exception as exc:  # noqa: BLE001 - a bad znode or a log error must not stop following the cluster
+                log.error("cluster_refresh_failed", error=f"{type(exc).__name__}: {exc}")
+                await asyncio.sleep(RETRY_SECONDS * 4)
+                self._dirty.set()
 
     async def _refresh(self) -> None:
         if self._register_again:
@@ -185,10 +191,10 @@ class ClusterRuntime:
         elif controller != self.node_id:
             self._step_down("another_controller")
         names = await self.store.topics(watch=watch)
-        found = await asyncio.gather(*(self.store.topic_assignment(name, watch=watch) for name in names))
+        found = await asyncio.gather(*(_readable(self.store.topic_assignment(name, watch=watch)) for name in names))
         topics = {a.topic: a for a in found if a is not None}
         keys = [(t, p) for t, a in topics.items() for p in sorted(a.partitions)]
-        read = await asyncio.gather(*(self.store.partition_state(t, p, watch=watch) for t, p in keys))
+        read = await asyncio.gather(*(_readable(self.store.partition_state(t, p, watch=watch)) for t, p in keys))
         states = {key: state for key, state in zip(keys, read, strict=True) if state is not None}
         removed = set(self.metadata.topics) - set(topics)
         self.metadata = ClusterMetadata(brokers, controller, topics, states)
@@ -220,7 +226,9 @@ class ClusterRuntime:
                 return
             except StaleStateError:
                 reasons["stale"] += 1
-                self._dirty.set()  # someone wrote in between: decide again from a fresh read
+                # someone wrote in between (its watch brings a fresh read); decide again after a pause at the
+                # latest, so that a znode that cannot be written is not retried in a tight loop
+                asyncio.get_running_loop().call_later(RETRY_SECONDS, self._dirty.set)
                 continue
             context.applied(change, version)
             reasons[change.reason] += 1
@@ -419,6 +427,16 @@ async def start_cluster(config: BrokerConfig, logs: LogManager, proposed_cluster
         await zk.stop()
         raise
     return runtime
+
+
+async def _readable(read: Awaitable[_T | None]) -> _T | None:
+    """A znode's decoded content, or None (logged) when it is not what Kafka's ZooKeeper mode writes: one bad
+    znode must not keep a broker from following the rest of the cluster."""
+    try:
+        return await read
+    except ZnodeFormatError as exc:
+        log.warning("znode_malformed", error=str(exc))
+        return None
 
 
 def _now_ms() -> int:

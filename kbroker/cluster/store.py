@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import structlog
 from kazoo.protocol.states import WatchedEvent
 
 from kbroker.cluster import znodes
@@ -28,6 +29,7 @@ from kbroker.cluster.zk import (
 from kbroker.cluster.znodes import BrokerRegistration, PartitionState, TopicAssignment
 
 Watch = Callable[[WatchedEvent], None]
+log = structlog.get_logger(__name__)
 
 
 class ControllerMovedError(Exception):
@@ -96,9 +98,11 @@ class ClusterStore:
                 continue
             try:
                 data, _ = await self.zk.get(znodes.broker_path(int(child)))
+                result[int(child)] = znodes.decode_broker(int(child), data)
             except NoNodeError:  # gone between the listing and the read
                 continue
-            result[int(child)] = znodes.decode_broker(int(child), data)
+            except znodes.ZnodeFormatError as exc:  # not a registration we can use: the broker stays unlisted
+                log.warning("znode_malformed", error=str(exc))
         return result
 
     # ----- controller

@@ -120,3 +120,26 @@ async def test_a_controller_whose_epoch_moved_is_fenced_and_a_new_election_follo
         await other.stop()
         await runtime.stop()
         await runtime.logs.shutdown()
+
+
+@async_test
+async def test_malformed_znodes_are_skipped_not_fatal(
+    zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> None:
+    runtime = await _broker(zookeeper, zk_chroot, 1, tmp_path)
+    other = ZkClient(zookeeper.connect_string + zk_chroot)
+    await other.start()
+    try:
+        await other.create("/brokers/topics/garbage", b"not json")
+        await other.create("/brokers/ids/7", b'{"endpoints":["nonsense"]}', ephemeral=True)
+        await runtime.create_topic("good", 1, 1, {})
+        await _until(lambda: runtime.metadata.leaders_known("good"))
+        assert "garbage" not in runtime.metadata.topics and set(runtime.metadata.brokers) == {1}
+        await other.set("/brokers/topics/good/partitions/0/state", b"[]")  # a bad state: the partition has none
+        await _until(lambda: runtime.metadata.state("good", 0) is None)
+        await runtime.create_topic("after", 1, 1, {})  # and the broker keeps following the cluster
+        await _until(lambda: runtime.metadata.leaders_known("after"))
+    finally:
+        await other.stop()
+        await runtime.stop()
+        await runtime.logs.shutdown()
