@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Side-by-side benchmark: Apache Kafka and kbroker in turn, same machine, same load generator.
 
-    scripts/bench/run [--rounds 3] [--workloads W1,W2,W3,W4,W5,W6,S1,S2,S3] [--scale 1.0] [--no-docs]
+    scripts/bench/run [--rounds 3] [--workloads W1,W2,W3,W4,W5,W6,W7,E1,CL,S1,S2,S3,S4] [--scale 1.0] [--no-docs]
+                      [--unpinned]
 
 Each round starts Kafka, runs the workloads, stops it, then does the same with kbroker (A, B, A, B).
 Brokers run on core 0, the load generator on core 1 (taskset), for both alike. The load generator
@@ -22,6 +23,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from brokers import REPO, Broker, Kafka, KBroker, environment_note
+from scenarios import CL_DESCRIPTION, S4_DESCRIPTION, cleaner_latency, many_partitions
 from workloads import ALIASES, WARMUP, WORKLOADS, Figure, build_loadgen, run_workload
 
 BROKER_CPUS = "0"
@@ -139,9 +141,14 @@ def summarise(samples: Samples, figures: dict[str, Figure]) -> list[list[str]]:
 def cpu_table(cpu: Samples, figures: dict[str, Figure]) -> str:
     """CPU use during each measured phase (median % of one core): who is the limit."""
     columns = ["kafka broker", "kafka loadgen", "kbroker broker", "kbroker loadgen"]
+    where = (
+        f"the broker has core {BROKER_CPUS}, the load generator core {LOADGEN_CPUS}"
+        if BROKER_CPUS != LOADGEN_CPUS
+        else "unpinned: each may use every core"
+    )
     lines = [
-        "CPU use while each figure was measured (median, % of one core; the broker has core 0, the load"
-        " generator core 1; other processes on this shared machine take the rest):",
+        f"CPU use while each figure was measured (median, % of one core; {where}; other processes on this"
+        " shared machine take the rest):",
         "",
         "| figure | Kafka broker | load generator (vs Kafka) | kbroker | load generator (vs kbroker) |",
         "|---|---|---|---|---|",
@@ -173,7 +180,7 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float) -> str:
+def settings_text(args: argparse.Namespace, selected: list[str], extras: list[str], elapsed: float) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}`,"
@@ -195,6 +202,10 @@ def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float)
     ]
     for name in selected:
         lines.append(f"- {name}: {WORKLOADS[name].description}")
+    if "CL" in extras:
+        lines.append(f"- CL: {CL_DESCRIPTION}")
+    if "S4" in extras:
+        lines.append(f"- S4: {S4_DESCRIPTION}")
     return "\n".join(lines)
 
 
@@ -220,7 +231,7 @@ def parse_selection(spec: str) -> tuple[list[str], list[str]]:
         if name in WORKLOADS:
             if name not in workloads:
                 workloads.append(name)
-        elif name in ("S1", "S2", "S3"):
+        elif name in ("S1", "S2", "S3", "S4", "CL"):
             extras.append(name)
         else:
             raise SystemExit(f"unknown workload {name}")
@@ -230,8 +241,13 @@ def parse_selection(spec: str) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,S1,S2,S3")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts of W1, W2, W6")
+    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,E1,CL,S1,S2,S3,S4")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply the record counts of W1, W2, W6, the durations of W7, E1, CL and S4's partitions (at most 1)",
+    )
     parser.add_argument("--brokers", default="kafka,kbroker", help="which to run (default both)")
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/performance.md")
     parser.add_argument(
@@ -252,20 +268,34 @@ def main(argv: list[str] | None = None) -> int:
     samples: Samples = defaultdict(lambda: defaultdict(list))
     cpu: Samples = defaultdict(lambda: defaultdict(list))  # figure -> "kafka broker" etc. -> % of one core
     figures: dict[str, Figure] = {}
-    kinds = {"kafka": Kafka, "kbroker": KBroker}
+    scenario_figures: dict[str, Figure] = {}
+
+    def record(figure: Figure, broker: str, value: float) -> None:
+        scenario_figures[figure.name] = figure
+        samples[figure.name][broker].append(value)
+
+    kinds: dict[str, type[Broker]] = {"kafka": Kafka, "kbroker": KBroker}
     for round_no in range(1, args.rounds + 1):
         for name in args.brokers.split(","):
             note(f"round {round_no}/{args.rounds}: {name}")
             if "S1" in extras:
                 extra_starts(kinds[name], samples)
-            time.sleep(SETTLE_SECONDS)
-            one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures, cpu)
+            if selected or {"S1", "S2", "S3"} & set(extras):
+                time.sleep(SETTLE_SECONDS)
+                one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures, cpu)
+            for extra, scenario in (("CL", cleaner_latency), ("S4", many_partitions)):
+                if extra in extras:
+                    time.sleep(SETTLE_SECONDS)
+                    scenario(kinds[name], BROKER_CPUS, LOADGEN_CPUS, args.scale, record)
     ordered = {f.name: f for f in (S1, S2)}
     ordered.update(figures)
+    ordered.update(scenario_figures)
     if "S3" in extras:
         ordered.update({S3.name: S3, S3_RESTART.name: S3_RESTART})
     ordered = {k: v for k, v in ordered.items() if k in samples}
-    text = settings_text(args, selected, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    text = (
+        settings_text(args, selected, extras, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    )
     text += "\n\n" + cpu_table(cpu, figures)
     print()
     print(text)
