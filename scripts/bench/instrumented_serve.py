@@ -6,6 +6,9 @@
 Environment:
 - KBROKER_BENCH_STATS=FILE: at shutdown, write JSON there: every garbage collection's pause (by generation),
   and the event loop's lag (how late a 2 ms timer fires: how long a ready callback waited for the loop);
+- KBROKER_BENCH_GC_FREEZE=0: the broker does not freeze its start-up objects (gc.freeze), to compare;
+- KBROKER_BENCH_FULL_GC_S=N: run a full collection on the loop every N seconds (its pause is recorded like
+  the others): what the collector's own full collections cost, without waiting minutes for one;
 - KBROKER_BENCH_SLOW_MS=N: also run the loop in asyncio debug mode and keep every callback that held it for
   more than N ms (the loop's own slow-callback report). Debug mode costs CPU: its latencies are not figures.
 
@@ -71,6 +74,12 @@ class SlowCallbacks(logging.Handler):
         self.stats.slow.append(record.getMessage())
 
 
+async def full_collections(every: float) -> None:
+    while True:
+        await asyncio.sleep(every)
+        gc.collect()
+
+
 def main() -> int:
     from kbroker import server
     from kbroker.cli import main as kbroker_main
@@ -79,7 +88,7 @@ def main() -> int:
     gc.callbacks.append(stats.on_gc)
     original = server.serve
 
-    async def serve(config: Any, started: asyncio.Event | None = None) -> int:
+    async def serve(config: Any, started: asyncio.Event | None = None, **options: Any) -> int:
         loop = asyncio.get_running_loop()
         slow_ms = os.environ.get("KBROKER_BENCH_SLOW_MS")
         if slow_ms:
@@ -90,10 +99,16 @@ def main() -> int:
             asyncio_log.propagate = False
             asyncio_log.setLevel(logging.WARNING)
         probe = loop.create_task(stats.probe_lag())
+        full_every = float(os.environ.get("KBROKER_BENCH_FULL_GC_S", "0"))
+        collector = loop.create_task(full_collections(full_every)) if full_every > 0 else None
         try:
-            return await original(config, started)
+            if os.environ.get("KBROKER_BENCH_GC_FREEZE") == "0":
+                options["freeze_gc"] = False  # compare with the collector as it was
+            return await original(config, started, **options)
         finally:
             probe.cancel()
+            if collector is not None:
+                collector.cancel()
             if os.environ.get("KBROKER_BENCH_STATS"):
                 stats.write(os.environ["KBROKER_BENCH_STATS"])
 
