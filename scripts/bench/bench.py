@@ -8,7 +8,8 @@ Each round starts Kafka, runs the workloads, stops it, then does the same with k
 Brokers run on core 0, the load generator on core 1 (taskset), for both alike. The load generator
 (scripts/bench/loadgen, Go + franz-go) reads every topic back and fails on any lost, duplicated or
 reordered record; so does this script. Prints median, min, max per figure and the ratio
-kbroker/Kafka, and writes the table into docs/performance.md (unless --no-docs).
+kbroker/Kafka, and writes the table into docs/performance.md (unless --no-docs): pinned runs into the
+bench:results section, --unpinned runs into bench:results-unpinned.
 """
 
 from __future__ import annotations
@@ -31,8 +32,7 @@ LOADGEN_CPUS = "1"
 EXTRA_STARTS = 2  # S1: starts per round besides the one the workloads use
 SETTLE_SECONDS = 2.0  # pause before each start: the previous broker's data deletion settles
 DOC = REPO / "docs" / "performance.md"
-BEGIN = "<!-- bench:results:begin -->"
-END = "<!-- bench:results:end -->"
+SECTIONS = {False: "bench:results", True: "bench:results-unpinned"}  # pinned, unpinned: each its own table
 
 S1 = Figure("S1", "S1 start to first ApiVersions answer", "startup_ms", "ms", False, "<= 150 ms")
 S2 = Figure("S2", "S2 idle RSS (1 s after start)", "rss_mib", "MiB", False, "<= 40 MB")
@@ -183,7 +183,8 @@ def table(rows: list[list[str]]) -> str:
 def settings_text(args: argparse.Namespace, selected: list[str], extras: list[str], elapsed: float) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}`,"
+        f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}"
+        f"{' --unpinned' if args.unpinned else ''}`,"
         f" {elapsed / 60:.1f} min. {environment_note()}.",
         (
             f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
@@ -213,13 +214,14 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def write_doc(text: str) -> None:
+def write_doc(text: str, unpinned: bool) -> None:
+    begin, end = f"<!-- {SECTIONS[unpinned]}:begin -->", f"<!-- {SECTIONS[unpinned]}:end -->"
     doc = DOC.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise RuntimeError(f"{DOC} has no {BEGIN} ... {END} section")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    if begin not in doc or end not in doc:
+        raise RuntimeError(f"{DOC} has no {begin} ... {end} section")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    DOC.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def parse_selection(spec: str) -> tuple[list[str], list[str]]:
@@ -300,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(text)
     if not args.no_docs:
-        write_doc(text)
+        write_doc(text, args.unpinned)
         note(f"wrote {DOC}")
     return 0
 
