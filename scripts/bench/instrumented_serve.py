@@ -9,6 +9,7 @@ Environment:
 - KBROKER_BENCH_GC_FREEZE=0: the broker does not freeze its start-up objects (gc.freeze), to compare;
 - KBROKER_BENCH_FULL_GC_S=N: run a full collection on the loop every N seconds (its pause is recorded like
   the others): what the collector's own full collections cost, without waiting minutes for one;
+- KBROKER_BENCH_GC_THRESHOLD=A,B,C: gc.set_threshold(A, B, C) once started, to compare;
 - KBROKER_BENCH_SLOW_MS=N: also run the loop in asyncio debug mode and keep every callback that held it for
   more than N ms (the loop's own slow-callback report). Debug mode costs CPU: its latencies are not figures.
 
@@ -98,6 +99,8 @@ def main() -> int:
             asyncio_log.addHandler(SlowCallbacks(stats))
             asyncio_log.propagate = False
             asyncio_log.setLevel(logging.WARNING)
+        if os.environ.get("KBROKER_BENCH_GC_THRESHOLD"):
+            gc.set_threshold(*(int(x) for x in os.environ["KBROKER_BENCH_GC_THRESHOLD"].split(",")))
         probe = loop.create_task(stats.probe_lag())
         full_every = float(os.environ.get("KBROKER_BENCH_FULL_GC_S", "0"))
         collector = loop.create_task(full_collections(full_every)) if full_every > 0 else None
