@@ -78,7 +78,7 @@ def note(message: str) -> None:
     print(f"[{time.strftime('%H:%M:%S')}] {message}", flush=True)
 
 
-def loadgen(broker: Broker, cpus: str, args: list[str], timeout: float = 900) -> dict[str, float]:
+def loadgen(broker: Broker, cpus: str, args: list[str], timeout: float = 2400) -> dict[str, float]:
     """Run the load generator (pinned to cpus) against broker; its JSON result (RuntimeError on failure)."""
     assert broker.process is not None
     command = ["taskset", "-c", cpus, str(LOADGEN), "-bootstrap", broker.bootstrap]
@@ -174,7 +174,7 @@ def many_partitions(kind: type[Broker], cpus: str, loadgen_cpus: str, scale: flo
         stopping = time.monotonic()
         broker.stop()
         record(S4_FIGURES["stop"], name, (time.monotonic() - stopping) * 1000)
-        broker.start(timeout=600)
+        broker.start(timeout=1200)
         check = loadgen(broker, loadgen_cpus, ["-mode", "s4-check", *shape])
         restart = float(check["ready_unix_ms"]) - broker.started_unix_ms
         record(S4_FIGURES["restart"], name, restart)
@@ -185,7 +185,7 @@ def many_partitions(kind: type[Broker], cpus: str, loadgen_cpus: str, scale: flo
         rss = broker.rss_mib()
         record(S4_FIGURES["rss"], name, rss)
         broker.kill()
-        broker.start(timeout=600)
+        broker.start(timeout=1200)
         killed = loadgen(broker, loadgen_cpus, ["-mode", "s4-check", "-metadata-requests", "5", *shape])
         record(S4_FIGURES["kill"], name, float(killed["ready_unix_ms"]) - broker.started_unix_ms)
         note(

@@ -109,7 +109,11 @@ func main() {
 	if o.size < 16 {
 		die(fmt.Errorf("-size must be at least 16"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	limit := 10 * time.Minute
+	if strings.HasPrefix(o.mode, "s4-") {
+		limit = 30 * time.Minute // 10,000 partitions: a JVM broker takes minutes to create and to recover them
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	if o.mode == "many" {
 		o.partitions = o.clients // one producer and one consumer per partition

@@ -21,7 +21,7 @@ func runS4Create(ctx context.Context, o options) (summary, error) {
 	created := sinceMs(start)
 	po := o
 	po.acks = "all"
-	cl, err := kgo.NewClient(append(producerOpts(po), kgo.RecordDeliveryTimeout(5*time.Minute))...)
+	cl, err := kgo.NewClient(append(producerOpts(po), kgo.RecordDeliveryTimeout(20*time.Minute))...)
 	if err != nil {
 		return nil, err
 	}
@@ -59,11 +59,11 @@ func runS4Check(ctx context.Context, o options) (summary, error) {
 	admin := kadm.NewClient(cl)
 	topics := soakTopics(o)
 	want := o.topics * o.partitions
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(20 * time.Minute)
 	var lastProblem error
 	for {
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("partitions not all ready after 5 minutes: %v", lastProblem)
+			return nil, fmt.Errorf("partitions not all ready after 20 minutes: %v", lastProblem)
 		}
 		ends, err := admin.ListEndOffsets(ctx, topics...)
 		lastProblem = err

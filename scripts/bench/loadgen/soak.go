@@ -44,7 +44,7 @@ func createTopics(ctx context.Context, o options, configs map[string]*string) er
 // waitReady polls until every partition of topics lists an end offset (it has a leader that serves it):
 // a broker may answer CreateTopics before its metadata and logs have the new partitions.
 func waitReady(ctx context.Context, admin *kadm.Client, topics []string, partitions int) error {
-	deadline := time.Now().Add(5 * time.Minute)
+	deadline := time.Now().Add(15 * time.Minute)
 	for {
 		ends, err := admin.ListEndOffsets(ctx, topics...)
 		if err == nil {
@@ -60,7 +60,7 @@ func waitReady(ctx context.Context, admin *kadm.Client, topics []string, partiti
 			err = fmt.Errorf("%d of %d partitions ready", ready, len(topics)*partitions)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("topics not ready after 5 minutes: %w", err)
+			return fmt.Errorf("topics not ready after 15 minutes: %w", err)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
