@@ -192,10 +192,15 @@ def settings_text(args: argparse.Namespace, selected: list[str], extras: list[st
             else f"Unpinned: brokers and load generator may each use every core ({BROKER_CPUS}); order per round:"
         )
         + " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
-        " checked (sequence, offset, size). Before the measured workloads each broker gets an untimed warm-up"
-        " (256 Ki records of 1 KiB with acks=all, then 3 s of unbatched produce) so the JVM has compiled its"
-        " hot paths. S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one."
-        " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
+        " checked (sequence, offset, size)."
+        + (
+            " Before the measured workloads each broker gets an untimed warm-up (256 Ki records of 1 KiB with"
+            " acks=all, then 3 s of unbatched produce) so the JVM has compiled its hot paths."
+            if selected or "CL" in extras
+            else ""
+        )
+        + (" S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one." if "S1" in extras else "")
+        + " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
         " Machine load average at the end: " + load_average() + ".",
         "",
         "Workloads as run:",
