@@ -97,14 +97,16 @@ def extra_starts(kind: type[Broker], samples: Samples) -> None:
 
 
 def recovery(broker: KBroker, samples: Samples) -> None:
-    """S3: kill -9 the broker, start it again on the same data, read its log_recovered events."""
+    """S3: kill -9 the broker, start it again on the same data, read its start-up summary (log_manager_started)."""
     broker.kill()
     broker.log_level = "info"
-    before = len(broker.recovery_events())
+    before = len(broker.start_summaries())
     broker.start()
-    events = broker.recovery_events()[before:]
-    scanned = sum(int(e["bytes_scanned"]) for e in events)
-    seconds = sum(float(e["duration_ms"]) for e in events) / 1000
+    events = broker.start_summaries()[before:]
+    if not events:
+        raise RuntimeError("S3: the restart after kill -9 logged no log_manager_started summary")
+    scanned = int(events[-1]["bytes_recovered"])
+    seconds = float(events[-1]["duration_ms"]) / 1000
     if scanned == 0 or seconds <= 0:
         raise RuntimeError("S3: the restart after kill -9 scanned nothing (was any data written?)")
     samples["S3"][broker.name].append(scanned / seconds / 1e6)
