@@ -529,6 +529,14 @@ _HTTP = [
        "clock, fault injection and reset, controlled over HTTP at /v1/testing/* on the HTTP listener (docs/testing.md)."),
     _p("consumer.instance.timeout.ms", INT, 300000, "REST Proxy: a consumer instance idle for this long is "
        "destroyed.", Range(1000)),
+    _p("kbroker.vq.topic", STR, "kbroker-vq", "kbroker only: the data topic of the virtual queues (/v1/vq), created "
+       "on the first publish; a queue is a record key."),
+    _p("kbroker.vq.topic.partitions", INT, 4, "kbroker only: partitions of the virtual queues' data topic when "
+       "created (do not change once in use: a queue lives in murmur2(name) % partitions).", _POSITIVE),
+    _p("kbroker.vq.positions.topic", STR, "__kbroker_vq_positions", "kbroker only: the compacted topic holding "
+       "the virtual queues' named consumers' positions."),
+    _p("kbroker.vq.index.checkpoint.interval.ms", INT, 60000, "kbroker only: how often the virtual queues' index "
+       "is checkpointed (a restart reads the data topic only past the checkpoint).", Range(1000)),
 ]
 
 # fmt: on
@@ -772,6 +780,23 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             None,
             default="read_uncommitted",
             validator=OneOf(("read_committed", "read_uncommitted")),
+        ),
+        # kbroker's share-group extensions (docs/queues.md), checked by kbroker.share.check_group_config
+        GroupProperty(
+            "kbroker.share.tag.filter",
+            STR,
+            "Only records whose kbroker-tag headers match this expression (e.g. TagA || TagB) are delivered to the "
+            "share group; the others are archived for it. Empty: every record.",
+            None,
+            default="",
+        ),
+        GroupProperty(
+            "errors.deadletterqueue.topic.name",
+            STR,
+            "Topic the share group copies records to when they are rejected or reach the delivery count limit. "
+            "Empty: none.",
+            None,
+            default="",
         ),
     )
 }
