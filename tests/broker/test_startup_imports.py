@@ -28,6 +28,7 @@ NOT_AT_START_UP = (
     "importlib.metadata",
     "difflib",  # "did you mean" for a mistyped property
     "decimal",  # Java's rendering of very large or small doubles
+    "tempfile",  # an inline PEM keystore
 )
 
 
