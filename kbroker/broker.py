@@ -28,6 +28,7 @@ from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
     from kbroker.group.runtime import GroupRuntime
+    from kbroker.quota.manager import Quotas
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
     from kbroker.txn.runtime import TxnRuntime
@@ -50,6 +51,7 @@ class Broker:
     shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
+    quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()

@@ -272,6 +272,9 @@ class Connection(asyncio.BufferedProtocol):
         tasks.add(task)
         task.add_done_callback(tasks.discard)
 
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(delay, callback)
+
     def set_reading(self, reading: bool) -> None:
         transport = self.transport
         if transport is None or transport.is_closing():

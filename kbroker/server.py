@@ -25,6 +25,7 @@ from kbroker.handlers.registry import load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
@@ -73,6 +74,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         dynamic_configs=dynamic_configs,
     )
     broker.scram = ScramStore.load(config.data_dir)
+    broker.quotas = new_quotas(config)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)

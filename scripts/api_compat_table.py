@@ -78,8 +78,6 @@ NOT_OFFERED = {
     43: "one node: every partition has its only replica as leader",
     45: "one node: nothing to reassign",
     46: "one node: nothing to reassign",
-    48: "no client quotas",
-    49: "no client quotas",
     55: "no KRaft quorum",
     57: "feature levels are fixed (kbroker/features.py)",
     64: "no KRaft controller",
