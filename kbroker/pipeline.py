@@ -222,6 +222,9 @@ class RequestPipeline:
 
     def _on_frame(self, frame: Frame) -> None:
         held = len(frame)
+        if self.sasl is not None and self.sasl.awaiting_raw_token:
+            self._on_raw_sasl_token(frame, self.sasl)
+            return
         try:
             header, pos = read_request_header_prefix(frame)
         except DecodeError as exc:
@@ -258,6 +261,24 @@ class RequestPipeline:
         self._dispatch(handler, header, body, held, frame)
         if sasl is not None and header.api_key in SASL_APIS:
             self._after_sasl_step(sasl)
+
+    def _on_raw_sasl_token(self, frame: Frame, sasl: SaslSession) -> None:
+        """A bare SASL token after a SaslHandshake v0: answered with a bare size-prefixed frame (empty
+        when the mechanism has nothing to say); a failure closes the connection, as Kafka does."""
+        token = bytes(frame)
+        self.memory.release(len(frame))
+        outcome = sasl.authenticate(token)
+        if outcome.error is not ErrorCode.NONE:
+            self._after_sasl_step(sasl)
+            return
+        slot = _Slot(0)
+        slot.chunks = [frame_prefix(len(outcome.auth_bytes)), bytes(outcome.auth_bytes)]
+        slot.done = True
+        self._order.append(slot)
+        if sasl.authenticated:
+            sasl.raw_tokens = False
+        self._after_sasl_step(sasl)
+        self._flush()
 
     def _after_sasl_step(self, sasl: SaslSession) -> None:
         if sasl.authenticated:

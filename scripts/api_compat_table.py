@@ -97,7 +97,7 @@ NOT_OFFERED = {
 
 # APIs kbroker offers with a restriction Kafka does not have.
 RESTRICTED = {
-    17: "SASL listeners only (docs/security.md); v0 (raw SASL frames) not served",
+    17: "SASL listeners only (docs/security.md)",
     36: "SASL listeners only (docs/security.md)",
 }
 
