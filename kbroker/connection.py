@@ -183,6 +183,9 @@ class Connection(asyncio.BufferedProtocol):
                 if n == 0:
                     break
                 pipeline.buffer_updated(n, now)
+            if tls.closed_by_peer and not pipeline.closing:
+                # the client's close_notify: answer with ours at once (asyncio clients wait for it)
+                pipeline.close("client closed the TLS session", "debug")
         except ssl.SSLError as error:
             self._tls_failed(error)
 

@@ -109,6 +109,9 @@ func produce(req Request) (answer, error) {
 		return nil, err
 	}
 	defer cl.Close()
+	if err := authenticated(cl, req.Security); err != nil {
+		return nil, err
+	}
 	records := make([]*kgo.Record, 0, len(req.Records))
 	for _, r := range req.Records {
 		rec, err := toRecord(req.Topic, r)

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
@@ -60,4 +62,15 @@ func securityOpts(s *Security) ([]kgo.Opt, error) {
 		}
 	}
 	return opts, nil
+}
+
+// authenticated returns the error of a first connection on a secured listener (a refused SASL login, the
+// broker's TLS alert): franz-go retries producing through such errors until the record times out.
+func authenticated(cl *kgo.Client, s *Security) error {
+	if s == nil || s.Protocol == "" || s.Protocol == "PLAINTEXT" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	return cl.Ping(ctx)
 }
