@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kbroker.clock import REAL_CLOCK, Clock
 from kbroker.config import BrokerConfig, Endpoint
 from kbroker.config_repository import CLUSTER_DEFAULT, ConfigRepository
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
@@ -27,10 +28,12 @@ from kbroker.txn.producer_ids import ProducerIdManager
 from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
+    from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.group.runtime import GroupRuntime
     from kbroker.quota.manager import Quotas
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
+    from kbroker.testing.controls import TestControls
     from kbroker.txn.runtime import TxnRuntime
 
 log = structlog.get_logger(__name__)
@@ -52,6 +55,9 @@ class Broker:
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
     quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
+    cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
+    clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
+    test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()
@@ -93,7 +99,7 @@ def reconfigure(broker: Broker) -> None:
     broker.logs.set_default_config(LogConfig.from_properties(broker.config.topic_defaults()))
 
 
-def new_log_manager(config: BrokerConfig) -> LogManager:
+def new_log_manager(config: BrokerConfig, clock: Clock = REAL_CLOCK) -> LogManager:
     return LogManager(
         config.data_dir,
         LogConfig.from_properties(config.topic_defaults()),
@@ -104,6 +110,7 @@ def new_log_manager(config: BrokerConfig) -> LogManager:
             expiration_check_interval_ms=config.get_int("producer.id.expiration.check.interval.ms"),
             snapshot_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms"),
         ),
+        clock=clock,
     )
 
 
@@ -121,3 +128,23 @@ def load_cluster_id(data_dir: Path, node_id: int) -> str:
     write_atomically(path, text.encode())
     log.info("cluster_id_created", cluster_id=cluster_id, path=str(path))
     return cluster_id
+
+
+class InconsistentClusterIdError(Exception):
+    """The data directory belongs to another cluster than the one in ZooKeeper (Kafka's InconsistentClusterIdException)."""
+
+
+def adopt_cluster_id(data_dir: Path, node_id: int, local: str, cluster: str, *, fresh: bool) -> str:
+    """The cluster id from ZooKeeper: written to a data directory that was just created, refused when the
+    directory already belonged to another cluster."""
+    if cluster == local:
+        return cluster
+    if not fresh:
+        raise InconsistentClusterIdError(
+            f"the cluster id {cluster} in ZooKeeper does not match {local} in {data_dir / META_PROPERTIES}: "
+            "is zookeeper.connect pointing to the wrong cluster?"
+        )
+    text = f"# written by kbroker\nversion=1\ncluster.id={cluster}\nnode.id={node_id}\n"
+    write_atomically(data_dir / META_PROPERTIES, text.encode())
+    log.info("cluster_id_adopted", cluster_id=cluster)
+    return cluster
