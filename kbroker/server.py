@@ -111,7 +111,7 @@ async def serve(
         clock=clock,
     )
     broker.scram = ScramStore.load(config.data_dir)
-    broker.quotas = new_quotas(config)
+    broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)

@@ -227,10 +227,11 @@ class Quotas:
         return None if accepted else ErrorCode.THROTTLING_QUOTA_EXCEEDED
 
 
-def new_quotas(config: BrokerConfig) -> Quotas:
-    """The quotas kept in the data directory, with the broker's window settings."""
+def new_quotas(config: BrokerConfig, clock: Callable[[], float] = monotonic_ms) -> Quotas:
+    """The quotas kept in the data directory, with the broker's window settings; `clock` in ms."""
     return Quotas(
         ClientQuotaStore.load(config.data_dir),
+        clock=clock,
         samples=config.get_int("quota.window.num"),
         window_ms=config.get_int("quota.window.size.seconds") * 1000.0,
         controller_samples=config.get_int("controller.quota.window.num"),
