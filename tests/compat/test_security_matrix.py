@@ -267,7 +267,7 @@ def via_kafka_python(secured: Secured, topic: str, value: bytes) -> bytes:
     logger = logging.getLogger("kafka")
     logger.addHandler(logged)
     try:
-        producer = KafkaProducer(**options, request_timeout_ms=10000, max_block_ms=10000)
+        producer = KafkaProducer(**options, request_timeout_ms=10000, max_block_ms=10000, bootstrap_timeout_ms=5000)
         try:
             producer.send(topic, value, partition=0).get(15)
         finally:
