@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 from tests.broker.conftest import unique_topic
 from tests.process import REPO, BrokerProcess, RawClient
 
@@ -169,3 +170,38 @@ def test_a_throttled_consumer_gets_its_quota(both: dict[str, str]) -> None:
     print({name: f"{rate / QUOTA:.3f} x quota" for name, rate in rates.items()})
     for name, rate in rates.items():
         assert rate == pytest.approx(QUOTA, rel=0.1), name
+
+
+def create_topics(bootstrap: str, client_id: str, version: int, partitions: int) -> tuple[int, int]:
+    """(error code, throttle_time_ms) of a CreateTopics for one new topic."""
+    body = {
+        "topics": [
+            {"name": unique_topic("mutations"), "num_partitions": partitions, "replication_factor": 1,
+             "assignments": [], "configs": []}
+        ],
+        "timeout_ms": 10000,
+        "validate_only": False,
+    }  # fmt: skip
+    with RawClient(bootstrap, client_id=client_id) as raw:
+        answer = raw.call(ApiKey.CREATE_TOPICS, version, body)
+    return answer["topics"][0]["error_code"], answer["throttle_time_ms"]
+
+
+def test_controller_mutation_quota_refuses_strict_requests_in_debt(both: dict[str, str]) -> None:
+    """KIP-599: 2 partitions/s with 11 windows of 1 s is a burst of 22. A 30-partition topic is taken
+    (the bucket goes 8 into debt); a CreateTopics v6+ asked then is refused with
+    THROTTLING_QUOTA_EXCEEDED and the time to repay the debt (~4 s); v5 is accepted and only throttled."""
+    seen = {}
+    for name, bootstrap in both.items():
+        client = unique_topic("mutator")
+        set_quota(bootstrap, client, "controller_mutation_rate", 2)
+        first = create_topics(bootstrap, client, 7, 30)
+        strict = create_topics(bootstrap, client, 7, 1)
+        permissive = create_topics(bootstrap, client, 5, 1)
+        set_quota(bootstrap, client, "controller_mutation_rate", None)
+        seen[name] = (first, strict, permissive)
+    print(seen)
+    for name, (first, strict, permissive) in seen.items():
+        assert first[0] == 0, name
+        assert strict[0] == ErrorCode.THROTTLING_QUOTA_EXCEEDED and 3000 <= strict[1] <= 4200, (name, strict)
+        assert permissive[0] == 0 and 3000 <= permissive[1] <= 4700, (name, permissive)
