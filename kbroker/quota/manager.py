@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 
 from kbroker.quota.rate import TokenBucket, WindowedRate, throttle_time_ms
 from kbroker.quota.store import (
+    CONNECTION_CREATION_RATE,
     CONSUMER_BYTE_RATE,
     CONTROLLER_MUTATION_RATE,
     PRODUCER_BYTE_RATE,
@@ -171,6 +172,7 @@ class Quotas:
     fetch: ClientQuotaManager = field(init=False)
     request: ClientQuotaManager = field(init=False)
     controller_mutation: ControllerMutationQuotaManager = field(init=False)
+    _connection_meters: dict[str, _Meter] = field(init=False, default_factory=dict)  # per ip
 
     def __post_init__(self) -> None:
         self.produce = ClientQuotaManager(PRODUCER_BYTE_RATE, self.store, self.samples, self.window_ms)
@@ -214,6 +216,28 @@ class Quotas:
             return None
         limit = self.fetch.max_value_in_window(user_of(ctx.principal), ctx.client_id or "")
         return None if limit is None else int(min(limit, 2**31 - 1))
+
+    def connection_throttle(self, ip: str) -> int:
+        """connection_creation_rate for a new connection from `ip`: 0 to accept it, else how long to
+        hold it before closing it (and it is not counted), as Kafka's ConnectionQuotas does."""
+        bound = self.store.ip_quota(ip) if self.store.in_use(CONNECTION_CREATION_RATE) else None
+        if bound is None:
+            return 0
+        now = self.clock()
+        meter = self._connection_meters.get(ip)
+        if meter is None:
+            if len(self._connection_meters) > 10_000:  # many addresses: forget the idle ones
+                self._connection_meters = {
+                    k: m for k, m in self._connection_meters.items() if now - m.last_used_ms < 60_000
+                }
+            meter = self._connection_meters[ip] = _Meter(WindowedRate(self.samples, self.window_ms), now)
+        meter.last_used_ms = now
+        meter.rate.record(1, now)
+        observed = meter.rate.measure(now)
+        if observed <= bound:
+            return 0
+        meter.rate.record(-1, now)
+        return min(throttle_time_ms(observed, bound, meter.rate.window_size(now)), int(self.window_ms))
 
     def mutation(self, ctx: RequestContext, permits: float, strict: bool) -> ErrorCode | None:
         """Account `permits` partition mutations; THROTTLING_QUOTA_EXCEEDED when a strict request

@@ -205,3 +205,43 @@ def test_controller_mutation_quota_refuses_strict_requests_in_debt(both: dict[st
         assert first[0] == 0, name
         assert strict[0] == ErrorCode.THROTTLING_QUOTA_EXCEEDED and 3000 <= strict[1] <= 4200, (name, strict)
         assert permissive[0] == 0 and 3000 <= permissive[1] <= 4700, (name, permissive)
+
+
+def answered_connections(bootstrap: str, count: int) -> int:
+    """How many of `count` connections opened at once get an ApiVersions answer."""
+    answered = 0
+    for _ in range(count):
+        try:
+            with RawClient(bootstrap) as raw:
+                raw.sock.settimeout(2)
+                raw.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "q", "client_software_version": "1"})
+                answered += 1
+        except OSError:
+            pass
+    return answered
+
+
+def test_connection_creation_rate_holds_then_closes_connections_over_the_ip_quota(both: dict[str, str]) -> None:
+    """ip 127.0.0.1 at 5 connections/s, measured over 2 windows of 1 s: of 12 connections opened one
+    after another (each asking ApiVersions), about 8 are served (5 at once, more as the window moves);
+    the others are held unread and closed after the throttle time, on both."""
+    seen = {}
+    for name, bootstrap in both.items():
+        entry = {"entity": [{"entity_type": "ip", "entity_name": "127.0.0.1"}],
+                 "ops": [{"key": "connection_creation_rate", "value": 5.0, "remove": False}]}  # fmt: skip
+        with RawClient(bootstrap) as raw:
+            assert (
+                raw.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [entry], "validate_only": False})["entries"][0][
+                    "error_code"
+                ]
+                == 0
+            )
+        time.sleep(2.5)  # Kafka applies it through its metadata log; and the window forgets this connection
+        seen[name] = answered_connections(bootstrap, 12)
+        entry["ops"][0]["remove"] = True  # type: ignore[index]
+        time.sleep(2.5)
+        with RawClient(bootstrap) as raw:
+            raw.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [entry], "validate_only": False})
+    print(seen)
+    assert 4 <= seen["kbroker"] <= 11 and 4 <= seen["kafka"] <= 11, seen
+    assert abs(seen["kbroker"] - seen["kafka"]) <= 2, seen

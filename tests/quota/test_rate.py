@@ -100,3 +100,23 @@ def _entry(entity: list[tuple[str, str | None]], key: str, value: float, remove:
         "entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
         "ops": [{"key": key, "value": value, "remove": remove}],
     }
+
+
+def test_connection_creation_rate_per_ip_with_a_default() -> None:
+    from kbroker.quota.manager import Quotas
+
+    clock = [T0]
+    store = ClientQuotaStore()
+    store.alter([_entry([("ip", None)], "connection_creation_rate", 2)], validate_only=False)
+    store.alter([_entry([("ip", "10.0.0.9")], "connection_creation_rate", 100)], validate_only=False)
+    quotas = Quotas(store, clock=lambda: clock[0])
+    # 2 per second measured over 10 s for a new address: 20 connections at once, the 21st held
+    assert [quotas.connection_throttle("10.0.0.1") for _ in range(20)] == [0] * 20
+    held = quotas.connection_throttle("10.0.0.1")
+    assert 0 < held <= 1000  # capped at one window, as Kafka caps it
+    assert quotas.connection_throttle("10.0.0.2") == 0  # another address has its own meter
+    assert all(quotas.connection_throttle("10.0.0.9") == 0 for _ in range(500))  # its own, higher quota
+    clock[0] += 1000  # 21 over (1 s elapsed + 9 padded windows): still 2.1 per second
+    assert quotas.connection_throttle("10.0.0.1") > 0
+    clock[0] += 500  # the refused ones were not counted: 21 over 10.5 s fits
+    assert quotas.connection_throttle("10.0.0.1") == 0
