@@ -158,7 +158,7 @@ async def serve(
         data_dir=str(config.data_dir),
         cluster_id=broker.cluster_id,  # in cluster mode, the cluster's (ZooKeeper's)
         node_id=config.node_id,
-        clean_start=logs.had_clean_shutdown,
+        **({"fresh_directory": True} if logs.fresh_directory else {"clean_start": logs.had_clean_shutdown}),
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
         gc_frozen=gc.get_freeze_count(),
