@@ -182,6 +182,10 @@ class SharePartition:
         """In-flight records waiting for their delivery time (or, after a restore, for `resolve`)."""
         return len(self._held)
 
+    def acquired_offsets(self, member_id: str) -> list[int]:
+        """The offsets `member_id` holds now (ACQUIRED by it), ascending."""
+        return [o for o, r in self._records.items() if r.state is RecordState.ACQUIRED and r.member_id == member_id]
+
     def next_deadline(self) -> int | None:
         """The earliest lock expiry or delivery time."""
         lock = self._locks[0][0] if self._locks else None
