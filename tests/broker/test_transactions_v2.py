@@ -16,7 +16,14 @@ from protocol.errors import ErrorCode as E
 from protocol.records import RecordBatch, iter_batches
 from scripts.kafka_ref import KafkaRef, kafka_home
 from tests.broker.conftest import create_topic, fetch, fetched_partition, unique_topic
-from tests.broker.test_transactions import add_partitions, describe, txn_records, wait_until
+from tests.broker.test_transactions import (
+    add_partitions,
+    describe,
+    offset_fetch,
+    txn_offset_commit,
+    txn_records,
+    wait_until,
+)
 from tests.process import BrokerProcess, RawClient
 
 ABORT_CHECK = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}
@@ -124,3 +131,28 @@ def test_timed_out_transaction_is_aborted_with_the_epoch_fenced(raw: RawClient) 
     assert describe(raw, tid)["producer_epoch"] == epoch + 1
     assert [(b.is_control, b.producer_epoch) for b in batches(raw, topic)] == [(False, epoch), (True, epoch + 1)]
     assert produce_txn(raw, tid, topic, txn_records(pid, epoch, 1, "late"), version=11) == E.INVALID_PRODUCER_EPOCH
+
+
+def test_txn_offset_commit_v5_adds_the_offsets_partition(raw: RawClient) -> None:
+    topic, tid, group = unique_topic("tv2off"), unique_topic("tid"), unique_topic("g")
+    create_topic(raw, topic)
+    pid, epoch = init_pid(raw, tid)
+    deadline = time.monotonic() + 30
+
+    def commit(version: int) -> int:
+        # Kafka creates and loads __consumer_offsets on first use: NOT_COORDINATOR, LOAD_IN_PROGRESS meanwhile
+        while (error := txn_offset_commit(raw, tid, pid, epoch, group, topic, version=version)) in RETRIED:
+            assert time.monotonic() < deadline
+            raw.call(ApiKey.FIND_COORDINATOR, 4, {"key_type": 0, "coordinator_keys": [group]})
+            time.sleep(0.2)
+        return error
+
+    # v3 (transactions v1) needs AddOffsetsToTxn first; v5 adds the group's offsets partition itself
+    assert commit(3) == E.INVALID_TXN_STATE
+    assert commit(5) == E.NONE
+    assert describe(raw, tid)["transaction_state"] == "Ongoing"
+    answer = end_txn_v5(raw, tid, pid, epoch, True)
+    assert (answer["error_code"], answer["producer_epoch"]) == (E.NONE, epoch + 1)
+    wait_until(lambda: offset_fetch(raw, group, topic) == 11)
+    # the finished transaction's epoch is fenced
+    assert txn_offset_commit(raw, tid, pid, epoch, group, topic, version=5) == E.INVALID_PRODUCER_EPOCH
