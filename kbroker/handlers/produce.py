@@ -1,8 +1,8 @@
 """Produce (0): validate one record batch per partition and append it, as Kafka's leader does.
 
-Versions 3-12 are implemented (v12 is transactions v2, KIP-890). ApiVersions advertises Produce from v0, as Kafka 4
-does (KAFKA-18659): librdkafka before 2.11 only compresses when it sees v0 in the
-range. Like Kafka 4, kbroker still refuses v0-v2 requests: the connection layer
+Versions 3-12 are implemented (v12: transactions v2, KIP-890). ApiVersions advertises
+Produce from v0, as Kafka 4 does (KAFKA-18659): librdkafka before 2.11 only compresses
+when it sees v0 in the range. Like Kafka 4, kbroker still refuses v0-v2 requests: the connection layer
 closes the connection on a version outside 3-12, which is what Kafka's socket
 server does ("unsupported version").
 
