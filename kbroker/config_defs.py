@@ -245,9 +245,6 @@ _SINGLE_NODE_RF = (
     "is not implemented yet); accepted and ignored"
 )
 _NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
-_GROUP_CONFIG_ONLY = (
-    "used for the GROUP config resource only: the consumer rebalance protocol (KIP-848) is not implemented yet"
-)
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
 
@@ -454,18 +451,23 @@ _GROUPS = [
     _p("offset.metadata.max.bytes", INT, 4096, "Largest metadata string stored with a committed offset."),
     _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
        _POSITIVE),
+    _p("group.consumer.assignors", LIST,
+       ("org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+       "Server-side assignors of consumer-protocol groups, the default first (uniform, range or Kafka's class names)."),
+    _p("group.consumer.max.size", INT, INT_MAX, "Most members in one consumer-protocol group.", _POSITIVE),
     _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.session.timeout.ms", INT, 45000, "Least consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.session.timeout.ms", INT, 60000, "Most consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.heartbeat.interval.ms", INT, 5000, "Default of the consumer.heartbeat.interval.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.heartbeat.interval.ms", INT, 5000, "Least consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.heartbeat.interval.ms", INT, 15000, "Most consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
 ]
 
 _TRANSACTIONS = [
