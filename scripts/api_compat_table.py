@@ -102,16 +102,13 @@ RESTRICTED = {
 
 # What a newer Kafka version adds, where kbroker's newest version is older.
 NEWER = {
-    0: "12: transactions v2 (KIP-890); 13: topic ids",
+    0: "13: topic ids (KIP-516)",
     1: "13+: topic ids (KIP-516) and later additions",
     3: "13: a top-level error code",
     10: "5: TRANSACTION_ABORTABLE (KIP-890); 6: share coordinators",
     15: "6: GROUP_ID_NOT_FOUND (KIP-1043)",
-    22: "5: TRANSACTION_ABORTABLE (KIP-890)",
     24: "4: batched verification by brokers; 5: TRANSACTION_ABORTABLE",
     25: "4: TRANSACTION_ABORTABLE (KIP-890)",
-    26: "4: TRANSACTION_ABORTABLE; 5: an epoch bump per transaction (transactions v2)",
-    28: "4-5: TRANSACTION_ABORTABLE, transactions v2",
     60: "2: fenced brokers (KIP-1073)",
     66: "2: a transactional id pattern filter",
 }

@@ -182,11 +182,10 @@ def test_features_describe(tools: Tools) -> None:
     for name, (low, high, _) in rows["kbroker"].items():
         kafka_low, kafka_high, _kafka_level = rows["kafka"][name]
         assert low == kafka_low and high <= kafka_high
-    # kbroker does not finalize transactions v2; KIP-848 groups and share groups at level 1, as Kafka 4.3
-    assert rows["kbroker"]["transaction.version"][2] == "0"
+    # KIP-848 groups, share groups and transactions v2 at Kafka 4.3's levels
     assert rows["kbroker"]["group.version"][2] == rows["kafka"]["group.version"][2] == "1"
     assert rows["kbroker"]["share.version"][2] == rows["kafka"]["share.version"][2] == "1"
-    assert rows["kafka"]["transaction.version"][2] == "2"
+    assert rows["kbroker"]["transaction.version"] == rows["kafka"]["transaction.version"] == ("0", "2", "2")
 
 
 def _feature_rows(text: str) -> dict[str, tuple[str, str, str]]:
