@@ -98,7 +98,7 @@ class LeaderEpochCache:
                 removed=[(e.epoch, e.start_offset) for e in removed],
             )
         self.entries = [*kept, EpochEntry(epoch, start_offset)]
-        self._flush()
+        self.flush()
         return True
 
     def truncate_from_end(self, end_offset: int) -> None:
@@ -107,7 +107,7 @@ class LeaderEpochCache:
             return
         starts = [entry.start_offset for entry in self.entries]
         self.entries = self.entries[: bisect_left(starts, end_offset)]
-        self._flush()
+        self.flush()
 
     def truncate_from_start(self, start_offset: int) -> None:
         """The log start moved to `start_offset`: the epochs starting at or below it collapse into the
@@ -117,14 +117,14 @@ class LeaderEpochCache:
         if below == 0 or (below == 1 and starts[0] == start_offset):
             return
         self.entries = [EpochEntry(self.entries[below - 1].epoch, start_offset), *self.entries[below:]]
-        self._flush()
+        self.flush()
 
     def clear(self) -> None:
         if self.entries:
             self.entries = []
-            self._flush()
+            self.flush()
 
-    def _flush(self) -> None:
+    def flush(self) -> None:
         if not self.enabled:
             return
         lines = [str(CHECKPOINT_VERSION), str(len(self.entries))]

@@ -35,6 +35,8 @@ import structlog
 
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError
+from kbroker.log.leader_epoch import CHECKPOINT_FILE, LeaderEpochCache
+from kbroker.log.leader_epoch_scan import epochs_in_log
 from kbroker.log.offset_files import list_offset_files
 from kbroker.log.partition_log import AppendInfo, LogReadResult, PartitionLog
 from kbroker.log.producer_scan import CONTROL_KEY_BYTES, NO_CONTROL_TYPE, control_record_type
@@ -109,6 +111,7 @@ class UnifiedLog:
         self._appends = 0  # since the last snapshot
         self.last_load: LoadStats | None = None  # of the producer state
         local.append_listeners.append(self._follow_append)
+        self.leader_epochs = self._load_leader_epochs()
         try:
             self.load_state()
         except KafkaStorageError as error:  # the partition serves; the state loads again on first use
@@ -139,6 +142,48 @@ class UnifiedLog:
     async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
         await self.local.wait_for_ack(info, acks)
 
+    # -- leader epochs ----------------------------------------------------------------
+    def _load_leader_epochs(self) -> LeaderEpochCache:
+        """The checkpoint, or for a log written before it existed the epochs its batch headers carry;
+        entries past the recovered log end (recorded before a write the crash lost) are dropped."""
+        local = self.local
+        try:
+            if (local.directory / CHECKPOINT_FILE).exists() or local.log_end_offset == 0:
+                cache = LeaderEpochCache.load(local.directory)
+            else:
+                cache = LeaderEpochCache(local.directory, epochs_in_log(local))
+                cache.truncate_from_start(local.log_start_offset)
+                cache.flush()
+            cache.truncate_from_end(local.log_end_offset)
+            cache.truncate_from_start(local.log_start_offset)
+        except OSError as error:  # the data is readable; an epoch cache rebuilt in memory serves until restart
+            log.error("leader_epoch_cache_failed", topic=self.topic, partition=self.partition, error=str(error))
+            cache = LeaderEpochCache(local.directory)
+        return cache
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.leader_epochs.assign(epoch, start_offset)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: leader epoch checkpoint failed: {error}") from error
+
+    def end_offset_for_epoch(self, epoch: int, current_epoch: int = -1) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch and a follower's divergence check: see
+        LeaderEpochCache.end_offset_for; (-1, -1) for an unknown higher epoch. `current_epoch` is the
+        leader's epoch when it has not written under it yet: it counts as starting at the log end offset
+        (Kafka records that entry when a replica becomes leader)."""
+        cache = self.leader_epochs
+        if cache.entries and cache.entries[0].start_offset < self.local.log_start_offset and not self.deleted:
+            try:
+                cache.truncate_from_start(self.local.log_start_offset)
+            except OSError as error:  # the answer is right in memory; the file follows on the next change
+                log.warning("leader_epoch_checkpoint_failed", topic=self.topic, error=str(error))
+        if current_epoch > cache.latest_epoch:
+            cache = LeaderEpochCache(self.local.directory, cache.entries)
+            cache.enabled = False  # a view: never written
+            cache.assign(current_epoch, self.local.log_end_offset)
+        return cache.end_offset_for(epoch, self.local.log_end_offset)
+
     # -- appends ----------------------------------------------------------------------
     def append_as_leader(
         self,
@@ -166,6 +211,9 @@ class UnifiedLog:
                     return self._duplicate_info(duplicate)
         else:
             buffer = records
+        # a leader's epoch never goes back: callers that do not know it (coordinators, markers) pass 0
+        leader_epoch = max(leader_epoch, self.leader_epochs.latest_epoch)
+        self._assign_epoch(leader_epoch, self.local.log_end_offset)  # recorded before the data, as Kafka
         info = self.local.append(buffer, leader_epoch=leader_epoch, now=now)
         if origin is AppendOrigin.MARKER and self._state is not None:
             self._state.producers.set_coordinator_epoch(RecordBatch(buffer).producer_id, coordinator_epoch)
@@ -183,6 +231,7 @@ class UnifiedLog:
         info: AppendInfo | None = None
         for start, end, epoch, stamp in groups:
             expected = self.local.log_end_offset
+            self._assign_epoch(epoch, expected)
             info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp)
             if info.base_offset != expected:  # cannot happen: the groups were checked against the log end
                 raise KafkaStorageError(f"follower append landed at {info.base_offset}, not {expected}")
@@ -369,6 +418,7 @@ class UnifiedLog:
         if self.deleted or self._state is None:
             return
         self.take_snapshot()
+        self.end_offset_for_epoch(-1)  # the log start may have moved: the epoch cache follows
         producers = self._state.producers
         now = producers.clock() if now is None else now
         if now >= producers.next_expiration_check:
@@ -377,6 +427,7 @@ class UnifiedLog:
     def mark_deleted(self) -> None:
         """The partition's topic was deleted: drop the state, never write into the directory again."""
         self.deleted = True
+        self.leader_epochs.enabled = False
         self._state = None
         self.on_append = []
         if self._follow_append in self.local.append_listeners:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from kbroker.log import AppendInfo, AppendOrigin, LogConfig, LogManager, PartitionLog, UnifiedLog
+from kbroker.log.leader_epoch import CHECKPOINT_FILE, LeaderEpochCache
 from kbroker.log.producer_state import ProducerStateError
 from protocol.errors import ErrorCode
 from protocol.record_builder import SimpleRecord, build_control_batch, build_record_batch
@@ -161,3 +162,67 @@ def test_a_deleted_topic_releases_its_partitions_and_state(tmp_path: Path) -> No
     assert [ref for ref in released if ref() is not None] == []
     assert sorted(p.name for p in (tmp_path / "data").iterdir() if p.name.startswith("t-")) == []
     manager.abort()
+
+
+def epochs(log: UnifiedLog) -> list[tuple[int, int]]:
+    return [(entry.epoch, entry.start_offset) for entry in log.leader_epochs.entries]
+
+
+def test_leader_appends_record_each_epoch_where_it_starts(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.append_as_leader(make_batch(1), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.append_as_leader(make_batch(3), AppendOrigin.COORDINATOR, leader_epoch=4)
+    log.append_as_leader(make_batch(1), AppendOrigin.MARKER)  # epoch 0 from a caller that does not know it
+    assert [b.partition_leader_epoch for b in iter_batches(stored(log))] == [1, 1, 4, 4]
+    assert epochs(log) == [(1, 0), (4, 3)]
+    assert log.end_offset_for_epoch(1) == (1, 3)
+    assert log.end_offset_for_epoch(2) == (1, 3)
+    assert log.end_offset_for_epoch(4) == (4, 7)
+    assert log.end_offset_for_epoch(5) == (-1, -1)
+    assert log.end_offset_for_epoch(5, current_epoch=6) == (4, 7)  # a leader that has not written yet
+    assert log.end_offset_for_epoch(6, current_epoch=6) == (6, 7)
+    log.local.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert epochs(reopened) == [(1, 0), (4, 3)]
+    reopened.local.close()
+
+
+def test_a_follower_records_the_leaders_epochs(tmp_path: Path) -> None:
+    leader = open_log(tmp_path / "t-0")
+    for epoch in (2, 2, 5, 7):
+        leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=epoch)
+    follower = open_log(tmp_path / "f-0")
+    follower.append_as_follower(bytearray(stored(leader)))
+    assert epochs(follower) == epochs(leader) == [(2, 0), (5, 4), (7, 6)]
+    leader.local.close()
+    follower.local.close()
+
+
+def test_epochs_past_the_recovered_log_end_are_dropped(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.leader_epochs.assign(3, 2)  # recorded, then the process died before the batch was written
+    log.local.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert epochs(reopened) == [(1, 0)]
+    assert LeaderEpochCache.load(tmp_path / "t-0").entries == reopened.leader_epochs.entries
+    reopened.local.close()
+
+
+def test_a_log_without_a_checkpoint_gets_its_epochs_from_its_batches(tmp_path: Path) -> None:
+    directory = tmp_path / "t-0"
+    log = open_log(directory, LogConfig(segment_bytes=300))
+    for epoch in (0, 0, 3, 3, 3, 6):
+        log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=epoch)
+    assert len(log.local.segments) > 1
+    log.local.close()
+    (directory / CHECKPOINT_FILE).unlink()  # written by a version without the cache
+    reopened = open_log(directory, LogConfig(segment_bytes=300))
+    assert epochs(reopened) == [(0, 0), (3, 4), (6, 10)]
+    assert (directory / CHECKPOINT_FILE).exists()
+    reopened.local.delete_records(5)
+    reopened.tick()
+    assert epochs(reopened) == [(3, 5), (6, 10)]
+    assert reopened.end_offset_for_epoch(0) == (0, 5)  # older than every entry: ends where the log starts
+    reopened.local.close()
