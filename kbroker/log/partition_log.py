@@ -527,6 +527,43 @@ class PartitionLog:
         self._bases[first:end] = [segment.base_offset]
         return segment
 
+    @_storage_errors
+    def truncate_to(self, offset: int, now: int | None = None) -> bool:
+        """Remove every batch at or past `offset` (a follower whose log diverged from its leader's, Kafka's
+        truncateTo): later segments go as retention's do, the one holding `offset` is cut at the first
+        batch reaching it. Below the log start, the log starts again empty at `offset`. False when
+        `offset` is not below the log end. No flush may be in flight (await `idle()` first)."""
+        if offset >= self.log_end_offset:
+            return False
+        if self._commit.in_flight:
+            raise KafkaStorageError(f"{self.directory.name}: truncation while a flush is in flight")
+        now = now_ms() if now is None else now
+        if offset < self.log_start_offset or offset <= self._bases[0]:
+            kept: list[LogSegment] = []
+        else:
+            kept = self.segments[: self._segment_for(offset) + 1]
+            if kept[-1].base_offset >= offset:
+                kept.pop()
+        for segment in self.segments[len(kept) :]:
+            segment.mark_deleted()
+            self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+        if not kept:
+            kept = [LogSegment.create(self.directory, offset, self.config, self.files)]
+            self.log_start_offset = offset
+        cut = kept[-1].truncate_to(offset)
+        self.segments = kept
+        self._bases = [segment.base_offset for segment in kept]
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        log.info(
+            "log_truncated",
+            topic=self.topic,
+            partition=self.partition,
+            offset=offset,
+            log_end_offset=self.log_end_offset,
+            bytes_cut=cut,
+        )
+        return True
+
     def purge_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
         """Close and remove segments deleted more than file.delete.delay.ms ago; return how many."""
         if self._commit.in_flight and not force:

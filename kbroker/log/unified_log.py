@@ -40,6 +40,7 @@ from kbroker.log.leader_epoch_scan import epochs_in_log
 from kbroker.log.offset_files import list_offset_files
 from kbroker.log.partition_log import AppendInfo, LogReadResult, PartitionLog
 from kbroker.log.producer_scan import CONTROL_KEY_BYTES, NO_CONTROL_TYPE, control_record_type
+from kbroker.log.producer_snapshot import delete_snapshots, list_snapshots
 from kbroker.log.producer_state import (
     DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_EXPIRATION_MS,
@@ -51,7 +52,7 @@ from kbroker.log.producer_state import (
 from kbroker.log.producer_state_loader import LoadStats, rebuild_producer_state, take_snapshot, usable_snapshot
 from kbroker.log.segment import AppendedBatch
 from kbroker.log.txn_index import TransactionIndex
-from kbroker.log.txn_index_file import AbortedTxn
+from kbroker.log.txn_index_file import AbortedTxn, index_path
 from kbroker.log.validator import validate_records
 from protocol.errors import InvalidRecordError
 from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, RecordBatch
@@ -246,6 +247,34 @@ class UnifiedLog:
             max(first.max_timestamp, info.max_timestamp),
             first.flush_required or info.flush_required,
         )
+
+    def truncate_to(self, offset: int) -> bool:
+        """Drop everything at or past `offset` (Kafka's truncateTo, for a follower whose log diverged):
+        the local log, the leader epochs starting there, the producer snapshots above it, and the
+        producer state and transaction index, reloaded from the newest snapshot left. False when
+        `offset` is not below the log end offset. No flush may be in flight (await `local.idle()`)."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        local = self.local
+        bases = [segment.base_offset for segment in local.segments]
+        if not local.truncate_to(offset):
+            return False
+        try:
+            self.leader_epochs.truncate_from_end(local.log_end_offset)
+            if local.log_start_offset == local.log_end_offset:
+                self.leader_epochs.clear()
+            delete_snapshots(path for at, path in list_snapshots(local.directory) if at > local.log_end_offset)
+            kept = {segment.base_offset for segment in local.segments}
+            for base in bases:
+                if base not in kept:
+                    index_path(local.directory, base).unlink(missing_ok=True)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
+        self._state = None
+        self._snapshot_offset = -1
+        self._segment_base = local.active_segment.base_offset
+        self.load_state()
+        return True
 
     def _appended(self, info: AppendInfo, size: int) -> None:
         for listener in self.on_append:

@@ -226,3 +226,58 @@ def test_a_log_without_a_checkpoint_gets_its_epochs_from_its_batches(tmp_path: P
     assert epochs(reopened) == [(3, 5), (6, 10)]
     assert reopened.end_offset_for_epoch(0) == (0, 5)  # older than every entry: ends where the log starts
     reopened.local.close()
+
+
+def test_truncate_to_drops_data_epochs_and_producer_state_after_the_offset(tmp_path: Path) -> None:
+    config = LogConfig(segment_bytes=400, index_interval_bytes=1)  # an index entry per batch: cut too
+    log = open_log(tmp_path / "t-0", config)
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.append_as_leader(txn_batch(7, 0), AppendOrigin.COORDINATOR, leader_epoch=1)  # 2-3
+    log.append_as_leader(marker(7, commit=False), AppendOrigin.MARKER)  # 4: aborted
+    kept = stored(log)
+    state = dict(log.producer_state().producers)
+    log.take_snapshot()  # at 5
+    log.append_as_leader(txn_batch(8, 0), AppendOrigin.COORDINATOR, leader_epoch=3)  # 5-6, open
+    log.append_as_leader(marker(8, commit=False), AppendOrigin.MARKER)  # 7: aborted
+    log.append_as_leader(txn_batch(9, 0), AppendOrigin.COORDINATOR)  # 8-9, open
+    log.take_snapshot()  # at 10
+    assert len(log.local.segments) == 2 and epochs(log) == [(1, 0), (3, 5)]
+    assert [a.producer_id for a in log.collect_aborted(0, 10)] == [7, 8]
+
+    assert not log.truncate_to(10)
+    assert log.truncate_to(5)
+    assert (log.log_end_offset, log.high_watermark) == (5, 5)
+    assert stored(log) == kept
+    assert epochs(log) == [(1, 0)]
+    assert log.producer_state().ongoing == {}
+    assert dict(log.producer_state().producers).keys() == state.keys()
+    assert [a.producer_id for a in log.collect_aborted(0, 10)] == [7]
+    assert log.last_stable_offset() == 5
+    left = sorted(p.name for p in (tmp_path / "t-0").iterdir() if not p.name.endswith(".deleted"))
+    assert not [name for name in left if name.startswith("00000000000000000007") or "10.snapshot" in name]
+
+    leader = open_log(tmp_path / "leader-0")
+    leader.append_as_leader(bytearray(kept), AppendOrigin.COORDINATOR, leader_epoch=1)
+    leader.append_as_leader(make_batch(3), AppendOrigin.COORDINATOR, leader_epoch=4)
+    diverged = bytearray(leader.local.read(5, 1 << 20).read())
+    log.append_as_follower(diverged)  # the new leader's data continues where the cut left off
+    assert stored(log) == stored(leader) and epochs(log) == [(1, 0), (4, 5)]
+    log.local.close()
+    reopened = open_log(tmp_path / "t-0", config)
+    assert stored(reopened) == stored(leader) and epochs(reopened) == [(1, 0), (4, 5)]
+    assert reopened.producer_state().ongoing == {}
+    assert [a.producer_id for a in reopened.collect_aborted(0, 10)] == [7]
+    reopened.local.close()
+    leader.local.close()
+
+
+def test_truncate_below_the_log_start_starts_empty_there(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(make_batch(4), AppendOrigin.COORDINATOR, leader_epoch=2)
+    log.local.delete_records(3)
+    assert log.truncate_to(2)
+    assert (log.log_start_offset, log.log_end_offset) == (2, 2)
+    assert epochs(log) == []
+    log.append_as_leader(make_batch(1), AppendOrigin.COORDINATOR, leader_epoch=5)
+    assert epochs(log) == [(5, 2)]
+    log.local.close()
