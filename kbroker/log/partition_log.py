@@ -217,8 +217,17 @@ class PartitionLog:
 
     # -- append --------------------------------------------------------
     @_storage_errors
-    def append(self, buffer: bytearray | memoryview, *, leader_epoch: int = 0, now: int | None = None) -> AppendInfo:
+    def append(
+        self,
+        buffer: bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        now: int | None = None,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
         """Assign offsets to the batches in `buffer` (writable; rewritten in place) and write them.
+        `assign_offsets=False` (a follower): the batches keep their offsets, leader epochs and times;
+        they must rise from the log end offset, gaps allowed (compaction upstream).
 
         The data is in the file (the OS page cache) when this returns; durability
         is `wait_for_ack`'s business. Raises RecordTooLargeError, InvalidRecordError
@@ -228,9 +237,14 @@ class PartitionLog:
             raise LogOfflineError(f"{self.directory.name} is offline: {self.offline}")
         now = now_ms() if now is None else now
         append_time = now if self.config.log_append_time else -1
-        batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
+        if assign_offsets:
+            batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
+        else:
+            batches, next_offset, max_timestamp = self._check_offsets(buffer)
         segment = self._maybe_roll(len(buffer), len(batches), next_offset - 1, now)
-        base_offset = self.log_end_offset
+        base_offset = self.log_end_offset if assign_offsets else batches[0].base_offset
+        if next_offset - 1 - segment.base_offset > MAX_RELATIVE_OFFSET:
+            raise InvalidRecordError(f"offset {next_offset - 1} too far above segment {segment.base_offset}")
         if segment.size == 0:
             segment.created_ms = now  # segment.ms counts from the first append
         try:
@@ -266,6 +280,27 @@ class PartitionLog:
             if append_time >= 0:
                 batch.set_log_append_time(append_time)
             batches.append(AppendedBatch(position, batch.size, offset, batch.last_offset, batch.max_timestamp))
+            max_timestamp = max(max_timestamp, batch.max_timestamp)
+            offset = batch.next_offset
+            position += batch.size
+        if not batches:
+            raise InvalidRecordError("no record batch to append")
+        return batches, offset, max_timestamp
+
+    def _check_offsets(self, buffer: bytearray | memoryview) -> tuple[list[AppendedBatch], int, int]:
+        offset = self.log_end_offset
+        batches: list[AppendedBatch] = []
+        max_timestamp = -1
+        position = 0
+        while position < len(buffer):
+            batch = RecordBatch(buffer, position)
+            if batch.last_offset_delta < 0 or batch.base_offset < offset:
+                raise InvalidRecordError(
+                    f"batch at offset {batch.base_offset} (delta {batch.last_offset_delta}), log end {offset}"
+                )
+            batches.append(
+                AppendedBatch(position, batch.size, batch.base_offset, batch.last_offset, batch.max_timestamp)
+            )
             max_timestamp = max(max_timestamp, batch.max_timestamp)
             offset = batch.next_offset
             position += batch.size

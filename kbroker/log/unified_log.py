@@ -223,19 +223,17 @@ class UnifiedLog:
 
     def append_as_follower(self, buffer: bytearray | memoryview) -> AppendInfo:
         """Store batches that carry their offsets and leader epochs already (replication): nothing is
-        checked against the producer state, which follows them. They must continue at the log end offset."""
+        checked against the producer state, which follows them. Their offsets rise from the log end
+        offset (gaps kept, as compaction upstream leaves them)."""
         if self.deleted:
             raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
         view = memoryview(buffer)
         groups = _follower_groups(view, self.local.log_end_offset, self.local.config.log_append_time)
         first: AppendInfo | None = None
         info: AppendInfo | None = None
-        for start, end, epoch, stamp in groups:
-            expected = self.local.log_end_offset
-            self._assign_epoch(epoch, expected)
-            info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp)
-            if info.base_offset != expected:  # cannot happen: the groups were checked against the log end
-                raise KafkaStorageError(f"follower append landed at {info.base_offset}, not {expected}")
+        for start, end, epoch, stamp, base_offset in groups:
+            self._assign_epoch(epoch, base_offset)
+            info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp, assign_offsets=False)
             self._appended(info, end - start)
             first = first or info
         assert first is not None and info is not None
@@ -468,21 +466,23 @@ class UnifiedLog:
 
 def _follower_groups(
     view: memoryview, next_offset: int, log_append_time: bool
-) -> list[tuple[int, int, int, int | None]]:
-    """(start, end, leader epoch, append time) runs of consecutive batches that one local append can store
-    as they are: the same leader epoch, and under LogAppendTime one batch each (its own time is kept)."""
-    groups: list[tuple[int, int, int, int | None]] = []
+) -> list[tuple[int, int, int, int | None, int]]:
+    """(start, end, leader epoch, append time, base offset) runs of batches that one local append stores
+    as they are: the same leader epoch, and under LogAppendTime one batch each. Offsets must rise
+    from the log end offset; gaps (compacted away upstream) are kept, as Kafka's follower does."""
+    groups: list[tuple[int, int, int, int | None, int]] = []
     position = 0
     while position < len(view):
         batch = RecordBatch(view, position)
-        if batch.base_offset != next_offset:
-            raise InvalidRecordError(f"follower batch at offset {batch.base_offset}, expected {next_offset}")
+        if batch.base_offset < next_offset:
+            raise InvalidRecordError(f"follower batch at offset {batch.base_offset}, below {next_offset}")
         stamp = batch.max_timestamp if log_append_time else None
         end = position + batch.size
-        if groups and not log_append_time and groups[-1][2] == batch.partition_leader_epoch:
-            groups[-1] = (groups[-1][0], end, batch.partition_leader_epoch, None)
+        epoch = batch.partition_leader_epoch
+        if groups and not log_append_time and groups[-1][2] == epoch:
+            groups[-1] = (groups[-1][0], end, epoch, None, groups[-1][4])
         else:
-            groups.append((position, end, batch.partition_leader_epoch, stamp))
+            groups.append((position, end, epoch, stamp, batch.base_offset))
         next_offset = batch.next_offset
         position = end
     if not groups:

@@ -117,15 +117,23 @@ def test_a_follower_stores_the_leaders_batches_as_they_are(tmp_path: Path) -> No
     follower.local.close()
 
 
-def test_a_follower_batch_must_continue_at_the_log_end(log: UnifiedLog, tmp_path: Path) -> None:
+def test_a_follower_batch_may_leave_a_gap_but_never_go_back(log: UnifiedLog, tmp_path: Path) -> None:
     leader = open_log(tmp_path / "l-0")
-    leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)
-    leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)
+    for epoch in (1, 1, 2):
+        leader.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=epoch)
     data = bytearray(stored(leader))
     second = next(b for b in iter_batches(data) if b.base_offset == 2).position
-    with pytest.raises(Exception, match="expected 0"):
+    info = log.append_as_follower(data[second:])  # offsets 0-1 compacted away upstream
+    assert (info.base_offset, info.last_offset, log.log_end_offset) == (2, 5, 6)
+    assert epochs(log) == [(1, 2), (2, 4)]
+    assert [b.base_offset for b in iter_batches(stored(log))] == [2, 4]
+    with pytest.raises(Exception, match="below 6"):
         log.append_as_follower(data[second:])
-    assert log.log_end_offset == 0
+    assert log.log_end_offset == 6
+    log.local.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert [b.base_offset for b in iter_batches(stored(reopened))] == [2, 4]
+    reopened.local.close()
     leader.local.close()
 
 
