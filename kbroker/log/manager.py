@@ -5,6 +5,7 @@ Data directory layout:
     <data-dir>/.kafka_cleanshutdown              written by an orderly stop, removed at start
     <data-dir>/recovery-point-offset-checkpoint  "topic partition offset" lines (checkpoint.py)
     <data-dir>/log-start-offset-checkpoint
+    <data-dir>/replication-offset-checkpoint     high watermarks (a single replica's is its log end offset)
     <data-dir>/topics.d/<topic>.json             topic id, partition count, config overrides
     <data-dir>/<topic>-<partition>/              segments + partition.metadata
     <data-dir>/<topic>-<partition>.<id>-delete/  a deleted partition, removed at next start
@@ -50,6 +51,7 @@ log = structlog.get_logger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks, as Kafka's
 DELETE_SUFFIX = "-delete"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETED_DIR = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-delete$")
@@ -88,6 +90,7 @@ class LogManager:
         # every partition's on_append event (UnifiedLog): listeners(log, info, size) subscribe here once
         self.on_append: list[AppendListener] = []
         self.had_clean_shutdown = False
+        self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         self.fresh_directory = False  # nothing was ever stored here: no recovery to speak of
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, LogConfig] = {}
@@ -106,6 +109,8 @@ class LogManager:
         self.fresh_directory = not self.had_clean_shutdown and not (self.data_dir / RECOVERY_POINT_CHECKPOINT).exists()
         recovery_points = read_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
         start_offsets = read_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
+        # the high watermarks at the last checkpoint: where a replicated partition starts again
+        self.checkpointed_high_watermarks = read_checkpoint(self.data_dir / REPLICATION_OFFSET_CHECKPOINT)
         deleting = self._remove_deleted_dirs()
         self._load_topics(deleting)
         for directory in sorted(self.data_dir.iterdir()):
@@ -422,6 +427,8 @@ class LogManager:
         points, starts = offsets or self.checkpoint_offsets()
         write_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, points)
         write_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+        high_watermarks = {tp: partition_log.high_watermark for tp, partition_log in self.logs()}
+        write_checkpoint(self.data_dir / REPLICATION_OFFSET_CHECKPOINT, high_watermarks)
 
     async def run(self) -> None:
         """The periodic duties until cancelled: flush.ms, retention, checkpoints, file deletion."""

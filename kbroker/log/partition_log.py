@@ -143,6 +143,8 @@ class PartitionLog:
         self._synced_rolls = 0
         self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
         self.offline: str | None = None  # why appends are refused until a restart
+        self.replicated = False  # other replicas count: the high watermark moves apart from the log end
+        self._high_watermark = self.log_end_offset  # the checkpointed value once the manager restores it
         # derived per-partition state kept current with every append (e.g. kbroker.txn.transaction_index)
         self.append_listeners: list[AppendListener] = []
         self._commit = GroupCommit(
@@ -201,8 +203,39 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """Single replica: every appended batch is replicated, so HW = LEO."""
-        return self.segments[-1].next_offset
+        """The offset below which every in-sync replica has the data: what consumers may read.
+        Not replicated (a single broker, or the leader alone in its ISR) it is the log end offset,
+        as Kafka's leader advances it at once when it is its only in-sync replica; replicated it
+        moves by `update_high_watermark`, within [log start offset, log end offset]."""
+        log_end_offset = self.segments[-1].next_offset
+        if not self.replicated:
+            return log_end_offset
+        return min(max(self._high_watermark, self.log_start_offset), log_end_offset)
+
+    def start_replication(self, high_watermark: int | None = None) -> None:
+        """Other replicas count from now on: the high watermark stays where it is (or at the given
+        offset, e.g. the checkpointed one) until `update_high_watermark` moves it."""
+        if high_watermark is not None:
+            self._high_watermark = high_watermark
+        elif not self.replicated:
+            self._high_watermark = self.log_end_offset
+        self.replicated = True
+        self._high_watermark = self.high_watermark  # clamped to the log
+
+    def stop_replication(self) -> None:
+        """Back to a single replica: the high watermark follows the log end offset again."""
+        self.replicated = False
+        self._high_watermark = self.log_end_offset
+
+    def update_high_watermark(self, offset: int, *, only_forward: bool = True) -> bool:
+        """Move the high watermark to `offset` (clamped to the log); only forward unless told (a follower
+        takes its leader's, a truncation lowers it). True when it moved."""
+        before = self.high_watermark
+        target = min(max(offset, self.log_start_offset), self.log_end_offset)
+        if only_forward and target <= before:
+            return False
+        self._high_watermark = target
+        return self.high_watermark != before
 
     @property
     def size_in_bytes(self) -> int:
@@ -384,14 +417,22 @@ class PartitionLog:
 
     @_storage_errors
     def read(
-        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        to_log_end: bool = False,
     ) -> LogReadResult:
         """Whole batches from the one holding `fetch_offset` (in an offset gap: the next one), up to
-        `max_bytes` (but always one batch when `min_one_batch`), below `max_offset` (default: the
-        high watermark), from one segment. Raises OffsetOutOfRangeError outside
+        `max_bytes` (but always one batch when `min_one_batch`), below `max_offset` and the high
+        watermark (`to_log_end`: the log end offset instead, Kafka's FetchIsolation.LOG_END, for a
+        follower's fetch and state rebuilds), from one segment. Raises OffsetOutOfRangeError outside
         [log start offset, log end offset]."""
         self._check_offset(fetch_offset)
-        bound = self.high_watermark if max_offset is None else min(max_offset, self.high_watermark)
+        limit = self.log_end_offset if to_log_end else self.high_watermark
+        bound = limit if max_offset is None else min(max_offset, limit)
         i = self._segment_for(fetch_offset)
         while fetch_offset < bound and i < len(self.segments):
             segment = self.segments[i]
@@ -415,7 +456,7 @@ class PartitionLog:
         log end, read in large chunks: for state rebuilds at startup, tools and tests, not fetches."""
         offset = self.log_start_offset if start_offset is None else start_offset
         while offset < self.log_end_offset:
-            data = self.read(offset, chunk_bytes).read()
+            data = self.read(offset, chunk_bytes, to_log_end=True).read()
             if not data:
                 return
             for batch in iter_batches(data):
@@ -589,6 +630,7 @@ class PartitionLog:
         self.segments = kept
         self._bases = [segment.base_offset for segment in kept]
         self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._high_watermark = min(self._high_watermark, self.log_end_offset)
         log.info(
             "log_truncated",
             topic=self.topic,

@@ -136,9 +136,17 @@ class UnifiedLog:
         return self.local.high_watermark
 
     def read(
-        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        to_log_end: bool = False,
     ) -> LogReadResult:
-        return self.local.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+        return self.local.read(
+            fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch, to_log_end=to_log_end
+        )
 
     async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
         await self.local.wait_for_ack(info, acks)

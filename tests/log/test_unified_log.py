@@ -289,3 +289,29 @@ def test_truncate_below_the_log_start_starts_empty_there(tmp_path: Path) -> None
     log.append_as_leader(make_batch(1), AppendOrigin.COORDINATOR, leader_epoch=5)
     assert epochs(log) == [(5, 2)]
     log.local.close()
+
+
+def test_the_high_watermark_moves_apart_from_the_log_end_once_replicated(log: UnifiedLog) -> None:
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)
+    assert log.high_watermark == log.log_end_offset == 2  # a single replica: as before
+    log.local.start_replication()
+    log.append_as_leader(txn_batch(7, 0), AppendOrigin.COORDINATOR)  # 2-3
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR)  # 4-5
+    assert (log.high_watermark, log.log_end_offset) == (2, 6)
+    assert [b.base_offset for b in iter_batches(stored(log))] == [0]  # consumers stop at the high watermark
+    assert [b.base_offset for b in iter_batches(log.read(0, 1 << 20, to_log_end=True).read())] == [0, 2, 4]
+    assert log.local.read(0, 1 << 20).high_watermark == 2
+    assert log.last_stable_offset() == 2
+    assert log.local.update_high_watermark(4)
+    assert not log.local.update_high_watermark(3)  # only forward
+    assert log.last_stable_offset() == 2  # the open transaction still bounds it
+    assert log.local.update_high_watermark(99) and log.high_watermark == 6  # never past the log end
+    assert log.local.update_high_watermark(3, only_forward=False) and log.high_watermark == 3
+    log.truncate_to(2)
+    assert log.high_watermark == 2
+    log.append_as_leader(make_batch(1), AppendOrigin.COORDINATOR)
+    assert log.high_watermark == 2
+    log.local.stop_replication()
+    assert log.high_watermark == log.log_end_offset == 3
+    log.local.start_replication(high_watermark=1)
+    assert log.high_watermark == 1
