@@ -7,11 +7,9 @@ Values are parsed from strings as Kafka parses them (trimmed; `true`/`false`; co
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import IntEnum
 
 INT_MAX = 2**31 - 1
@@ -210,6 +208,8 @@ def java_double(x: float) -> str:
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0 or 1e-3 <= abs(x) < 1e7:
         return repr(x)
+    from decimal import Decimal  # late: only very large or small doubles need it (start-up time)
+
     sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
     assert isinstance(exponent, int)
     mantissa = "".join(map(str, digits))
@@ -219,6 +219,8 @@ def java_double(x: float) -> str:
 
 def suggest(name: str, known: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest known name, or ''."""
+    import difflib  # late: only a mistyped name needs it (start-up time)
+
     match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
@@ -245,9 +247,6 @@ _SINGLE_NODE_RF = (
     "is not implemented yet); accepted and ignored"
 )
 _NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
-_GROUP_CONFIG_ONLY = (
-    "used for the GROUP config resource only: the consumer rebalance protocol (KIP-848) is not implemented yet"
-)
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
 
@@ -454,18 +453,23 @@ _GROUPS = [
     _p("offset.metadata.max.bytes", INT, 4096, "Largest metadata string stored with a committed offset."),
     _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
        _POSITIVE),
+    _p("group.consumer.assignors", LIST,
+       ("org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+       "Server-side assignors of consumer-protocol groups, the default first (uniform, range or Kafka's class names)."),
+    _p("group.consumer.max.size", INT, INT_MAX, "Most members in one consumer-protocol group.", _POSITIVE),
     _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.session.timeout.ms", INT, 45000, "Least consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.session.timeout.ms", INT, 60000, "Most consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.heartbeat.interval.ms", INT, 5000, "Default of the consumer.heartbeat.interval.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.heartbeat.interval.ms", INT, 5000, "Least consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.heartbeat.interval.ms", INT, 15000, "Most consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
 ]
 
 _TRANSACTIONS = [

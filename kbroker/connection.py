@@ -24,7 +24,6 @@ import structlog
 from kbroker.context import RequestContext
 from kbroker.memory import MemoryPool
 from kbroker.pipeline import RequestPipeline
-from kbroker.sasl import SaslSession, SaslSettings
 from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
 from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from kbroker.config import Listener
     from kbroker.handlers.registry import Handler
     from kbroker.limits import ConnectionLimits
+    from kbroker.sasl import SaslSettings
 
 log = structlog.get_logger("kbroker.connection")
 
@@ -118,6 +118,11 @@ class Connection(asyncio.BufferedProtocol):
         self._log: Any = None
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
+        sasl = None
+        if runtime.sasl is not None:
+            from kbroker.sasl import SaslSession  # late: only SASL listeners load the SASL code (start-up time)
+
+            sasl = SaslSession(runtime.sasl, time.monotonic)
         self.pipeline = RequestPipeline(
             runtime.handlers,
             self._new_context,
@@ -129,7 +134,7 @@ class Connection(asyncio.BufferedProtocol):
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
             observe=runtime.observe,
-            sasl=SaslSession(runtime.sasl, time.monotonic) if runtime.sasl is not None else None,
+            sasl=sasl,
         )
 
     @property

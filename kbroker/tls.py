@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
-import tempfile
 from typing import Any, cast
 
 from kbroker.config import BrokerConfig, ConfigError
@@ -86,6 +85,8 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
 
 def _load_inline_chain(context: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
     """ssl loads a certificate chain only from a file: a private one, removed at once."""
+    import tempfile  # late: only an inline PEM keystore needs it (start-up time)
+
     fd, path = tempfile.mkstemp(prefix="kbroker-keystore-", suffix=".pem")
     try:
         with os.fdopen(fd, "w") as handle:
