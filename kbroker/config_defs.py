@@ -346,6 +346,13 @@ _SERVER = [
        "A request whose first bytes arrived this long ago without the rest closes the connection (slow or stalled "
        "senders, slowloris). -1: no deadline.", note="kbroker only: Kafka has no per-request receive deadline."),
     _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
+    _p("quota.window.num", INT, 11, "Number of samples kept to measure client quotas (byte rates, request time).",
+       _POSITIVE),
+    _p("quota.window.size.seconds", INT, 1, "Time span of each client quota sample.", _POSITIVE),
+    _p("controller.quota.window.num", INT, 11, "Number of samples of the controller mutation quota (its burst is "
+       "this many windows of the quota).", _POSITIVE),
+    _p("controller.quota.window.size.seconds", INT, 1, "Time span of each controller mutation quota sample.",
+       _POSITIVE),
     _p("kbroker.fsync.before.ack", BOOL, False,
        "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
        topic="kbroker.fsync.before.ack",

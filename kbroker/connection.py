@@ -156,8 +156,23 @@ class Connection(asyncio.BufferedProtocol):
             self.pipeline.closing = True
             transport.close()
             return
+        if self._connection_throttled(transport):
+            return
         if self.tls is None:
             self.writer = ResponseWriter(transport, self._writer_drained)
+
+    def _connection_throttled(self, transport: asyncio.BaseTransport) -> bool:
+        """Over its ip's connection_creation_rate quota: held unread, then closed once the throttle
+        time has passed (Kafka's ConnectionQuotas); True when so."""
+        quotas = self.runtime.broker.quotas
+        throttle_ms = quotas.connection_throttle(self.host) if quotas is not None else 0
+        if throttle_ms <= 0:
+            return False
+        self.pipeline.closing = True
+        transport.pause_reading()  # type: ignore[attr-defined]
+        self.log.info("connection_throttled", throttle_ms=throttle_ms, quota="connection_creation_rate")
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, self._close_now)
+        return True
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self.tls is not None:
@@ -188,6 +203,9 @@ class Connection(asyncio.BufferedProtocol):
                 if n == 0:
                     break
                 pipeline.buffer_updated(n, now)
+            if tls.closed_by_peer and not pipeline.closing:
+                # the client's close_notify: answer with ours at once (asyncio clients wait for it)
+                pipeline.close("client closed the TLS session", "debug")
         except ssl.SSLError as error:
             self._tls_failed(error)
 
@@ -276,6 +294,9 @@ class Connection(asyncio.BufferedProtocol):
             tasks = self._tasks = set()
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(delay, callback)
 
     def set_reading(self, reading: bool) -> None:
         transport = self.transport
