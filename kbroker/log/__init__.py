@@ -38,18 +38,22 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   PartitionLog.open(directory, config=None, *, log_start_offset=0, recovery_point=0, clean_shutdown=False,
                     executor=None, files=None) -> PartitionLog
-    .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None) -> AppendInfo
-        rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file on return
+    .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None, assign_offsets=True)
+        -> AppendInfo: rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file
+        on return; assign_offsets=False (a follower) keeps the batches' offsets, rising from the log end
     await .wait_for_ack(info, acks) -> None      fsync first when fsync_before_ack (acks=-1) or flush.messages
     await .flush(offset=None) -> None            group commit, off the event loop
-    .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True) -> LogReadResult
+    .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True, to_log_end=False) -> LogReadResult
+        bounded by the high watermark (to_log_end: the log end offset, a follower's fetch)
         .region: FileRegion(fd, position, size, data=None) | None -> os.sendfile(sock, fd, position, size)
                  or .read(); fd valid until the loop's next iteration; .data: the bytes already (send those)
         offsets need not be dense: a fetch_offset inside a gap starts at the next batch
     .fetch_offset_by_timestamp(ts) -> TimestampAndOffset | None   ts >= 0, or LATEST/EARLIEST/MAX_TIMESTAMP
     .delete_records(offset) -> int               new log start offset (-1: the high watermark)
     .batches(start_offset=None) -> Iterator[RecordBatch]   whole-log walk for state rebuilds (not fetches)
-    .delete_old_segments(now=None) -> int;  .roll() -> LogSegment
+    .delete_old_segments(now=None) -> int;  .roll() -> LogSegment;  .truncate_to(offset) -> bool
+    .start_replication(high_watermark=None);  .update_high_watermark(offset, only_forward=True) -> bool;
+    .stop_replication()                          high watermark apart from the log end (else HW = LEO)
     .log_start_offset, .log_end_offset, .high_watermark, .recovery_point, .size_in_bytes
     .offline: str | None                         set after a failed fsync: appends raise LogOfflineError
     await .shutdown();  .close()
@@ -57,7 +61,9 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
   UnifiedLog(local, producer_config=None, on_append=None)
     .append_as_leader(records, origin=AppendOrigin.CLIENT) -> AppendInfo   RecordBatch (CLIENT) or buffer;
         a CLIENT batch's records are validated first (validator.py: RecordValidationError, with Kafka's code)
-    .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs
+    .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs (gaps kept)
+    .truncate_to(offset) -> bool                 a diverged follower: log, epochs, producer state, index
+    .leader_epochs: LeaderEpochCache;  .end_offset_for_epoch(epoch, current_epoch=-1) -> (epoch, offset)
     .producer_state() -> ProducerStateManager;  .last_stable_offset();  .collect_aborted(fetch, upper)
     .read(...), .wait_for_ack(...), .log_start_offset, .log_end_offset, .high_watermark, .config, .local
 

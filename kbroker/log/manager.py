@@ -5,6 +5,7 @@ Each data directory (`log.dirs`; the first is `data_dir`) holds its own partitio
     <dir>/.kafka_cleanshutdown              written by an orderly stop, removed at start
     <dir>/recovery-point-offset-checkpoint  "topic partition offset" lines (checkpoint.py), its partitions only
     <dir>/log-start-offset-checkpoint
+    <dir>/replication-offset-checkpoint     high watermarks (a single replica's is its log end offset)
     <dir>/<topic>-<partition>/              segments + partition.metadata
     <dir>/<topic>-<partition>.<id>-delete/  a deleted partition, removed at next start
 
@@ -58,6 +59,7 @@ log = structlog.get_logger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks, as Kafka's
 DELETE_SUFFIX = "-delete"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETED_DIR = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-delete$")
@@ -103,6 +105,7 @@ class LogManager:
         # every partition's on_append event (UnifiedLog): listeners(log, info, size) subscribe here once
         self.on_append: list[AppendListener] = []
         self.had_clean_shutdown = False
+        self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         self.fresh_directory = False  # nothing was ever stored here: no recovery to speak of
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, LogConfig] = {}
@@ -123,6 +126,10 @@ class LogManager:
         self.fresh_directory = not any(clean.values()) and not any(
             (d / RECOVERY_POINT_CHECKPOINT).exists() for d in self.log_dirs
         )
+        # the high watermarks at the last checkpoint: where a replicated partition starts again
+        self.checkpointed_high_watermarks = {}
+        for directory in self.log_dirs:
+            self.checkpointed_high_watermarks.update(read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
         deleting = self._remove_deleted_dirs()
         self._load_topics(deleting)
         found = self._find_partition_dirs()
@@ -492,10 +499,15 @@ class LogManager:
     def write_checkpoints(self, offsets: tuple[dict, dict] | None = None) -> None:
         """Each data directory's checkpoints, of the partitions it holds."""
         points, starts = offsets or self.checkpoint_offsets()
+        high_watermarks = {tp: partition_log.high_watermark for tp, partition_log in self.logs()}
         for directory in self.log_dirs:
             mine = {tp for tp in points if self.log_dir_of(tp) == directory}
             write_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, {tp: points[tp] for tp in mine})
             write_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, {tp: starts[tp] for tp in mine if tp in starts})
+            write_checkpoint(
+                directory / REPLICATION_OFFSET_CHECKPOINT,
+                {tp: high_watermarks[tp] for tp in mine if tp in high_watermarks},
+            )
 
     async def run(self) -> None:
         """The periodic duties until cancelled: flush.ms, retention, checkpoints, file deletion."""
