@@ -27,6 +27,7 @@ import os
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError, UnifiedLog
@@ -34,7 +35,6 @@ from kbroker.sendfile import FileChunk
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-LEADER_EPOCH = 0
 READ_COMMITTED = 1
 NO_SESSION = 0
 INITIAL_EPOCH = 0
@@ -91,7 +91,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         for p in topic["partitions"]:
             index = p["partition"]
             log = logs.get_partition(name, index)
-            code = _leader_epoch_error(p["current_leader_epoch"])
+            code, _ = leadership_error(ctx, name, index, p["current_leader_epoch"])
             if log is None:
                 code = missing_log_error(ctx, name, index)
             if code is not None:
@@ -165,13 +165,6 @@ def _next_offset(result: LogReadResult, bound: int) -> int:
         if result.first_offset < offset <= bound:
             return offset
     return bound
-
-
-def _leader_epoch_error(requested: int) -> ErrorCode | None:
-    """A consumer's current_leader_epoch (v9+) checked against ours, as Kafka's leader does."""
-    if requested == -1 or requested == LEADER_EPOCH:
-        return None
-    return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def _error(index: int, code: ErrorCode) -> dict[str, Any]:

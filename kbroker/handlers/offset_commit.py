@@ -1,8 +1,10 @@
 """OffsetCommit (8): store a group's committed offsets durably in __consumer_offsets.
 
-Members commit within their generation; clients that assign partitions themselves
+Members commit within their generation (members of consumer-protocol groups: within their
+member epoch, v9+, else STALE_MEMBER_EPOCH); clients that assign partitions themselves
 commit with generation -1 and no member id while the group has no members. The
-answer leaves once the commit is in the log (and fsynced when configured).
+answer leaves once the commit is in the log (and fsynced when configured). v10 names topics
+by id (UNKNOWN_TOPIC_ID for an id no topic has).
 """
 
 from __future__ import annotations
@@ -11,21 +13,26 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
-from kbroker.handlers._offsets import check_offsets
+from kbroker.handlers._offsets import TOPIC_IDS_VERSION, check_offsets, with_names_from_ids
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 
-@handles(ApiKey.OFFSET_COMMIT, "2-8")
+@handles(ApiKey.OFFSET_COMMIT, "2-10")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
-    errors, valid = check_offsets(ctx, runtime, request["topics"])
+    topics = request["topics"]
+    if ctx.api_version >= TOPIC_IDS_VERSION:
+        topics = with_names_from_ids(ctx, topics)
+    errors, valid = check_offsets(ctx, runtime, [t for t in topics if t["name"]])
     error = await runtime.commit(
         request["group_id"] or "",
         request["generation_id_or_member_epoch"],
         request["member_id"] or "",
         request["group_instance_id"],
         valid,
+        api_version=ctx.api_version,
     )
     for tp in valid:
         errors[tp] = error
@@ -34,14 +41,19 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         "topics": [
             {
                 "name": topic["name"],
+                "topic_id": topic.get("topic_id"),
                 "partitions": [
                     {
                         "partition_index": p["partition_index"],
-                        "error_code": int(errors[(topic["name"], p["partition_index"])]),
+                        "error_code": int(
+                            errors[(topic["name"], p["partition_index"])]
+                            if topic["name"]
+                            else ErrorCode.UNKNOWN_TOPIC_ID  # v10: an id no topic has
+                        ),
                     }
                     for p in topic["partitions"]
                 ],
             }
-            for topic in request["topics"]
+            for topic in topics
         ],
     }

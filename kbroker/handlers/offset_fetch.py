@@ -1,6 +1,8 @@
 """OffsetFetch (9): a group's committed offsets; -1 where nothing is committed.
 
-Topics null (v2+) asks for every committed partition; v8 batches groups.
+Topics null (v2+) asks for every committed partition; v8 batches groups; v9 names the member
+and member epoch of a consumer-protocol group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as Kafka); v10
+names topics by id.
 RequireStable (v7+): a partition with a transactional offset still pending (TxnOffsetCommit
 before its transaction's marker, GroupRuntime.has_pending_txn_offset) answers
 UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does; the client retries.
@@ -15,6 +17,7 @@ from typing import Any
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.handlers._offsets import TOPIC_IDS_VERSION, topic_id_of, with_names_from_ids
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -23,23 +26,58 @@ NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 
 
-@handles(ApiKey.OFFSET_FETCH, "1-8")
+@handles(ApiKey.OFFSET_FETCH, "1-10")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     require_stable = ctx.api_version >= 7 and bool(request.get("require_stable"))
     pending = runtime.has_pending_txn_offset if require_stable else None
     if ctx.api_version >= 8:
-        groups = [
-            {
-                "group_id": group["group_id"],
-                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"], pending),
-                "error_code": 0,
-            }
-            for group in request["groups"]
-        ]
+        groups = []
+        for group in request["groups"]:
+            error = runtime.offsets.validate_fetch(
+                group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
+            )
+            if error is not ErrorCode.NONE:
+                topics = []
+            elif ctx.api_version >= TOPIC_IDS_VERSION:
+                topics = _fetch_by_id(ctx, runtime.fetch, group["group_id"], group["topics"], pending)
+            else:
+                topics = _fetch(runtime.fetch, group["group_id"], group["topics"], pending)
+            groups.append({"group_id": group["group_id"], "topics": topics, "error_code": int(error)})
         return {"throttle_time_ms": 0, "groups": groups}
     topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
     return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
+
+
+def _fetch_by_id(
+    ctx: RequestContext,
+    fetch: Any,
+    group_id: str,
+    requested: list[dict[str, Any]] | None,
+    pending: Callable[[str, TopicPartition], bool] | None,
+) -> list[dict[str, Any]]:
+    """v10: topics asked for and answered by id; an unknown id gets UNKNOWN_TOPIC_ID, and committed
+    offsets of topics that no longer exist are left out (they have no id to show)."""
+    named = None if requested is None else with_names_from_ids(ctx, requested)
+    known = None if named is None else [t for t in named if t["name"]]
+    answered = []
+    for topic in _fetch(fetch, group_id, known, pending):
+        uuid = topic_id_of(ctx, topic["name"])
+        if uuid is not None:
+            answered.append({**topic, "topic_id": uuid})
+    for topic in named or []:
+        if not topic["name"]:
+            answered.append(
+                {
+                    "name": "",
+                    "topic_id": topic["topic_id"],
+                    "partitions": [
+                        {**_partition(p, None), "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID)}
+                        for p in topic["partition_indexes"]
+                    ],
+                }
+            )
+    return answered
 
 
 def _fetch(
