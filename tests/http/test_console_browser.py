@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from websockets.sync.client import connect
 
 from tests.broker.conftest import unique_topic
 from tests.http.conftest import HttpBroker
@@ -181,9 +182,32 @@ def test_group_members_lag_share_and_explain(browser: Any, http_broker: HttpBrok
     ]
     assert [topic, "0", "3", str(data["count"]), str(data["count"] - 3)] == lag_rows[0][:5]
     shot(browser, "7-group")
-    browser.find_element(By.ID, "nav-share").click()
-    wait_for(lambda: "Share groups and queues" in text_of(browser, "main"))
-    shot(browser, "8-share")
+    # a queue consumer on the WebSocket gateway holding two records of partition 1: a share group. Its
+    # share partitions start at the end (share.auto.offset.reset=latest): records are produced until two came.
+    queue_group = unique_topic("console-queue")
+    producer = Producer({"bootstrap.servers": http_broker.bootstrap})
+    with connect(f"{http_broker.url.replace('http', 'ws')}/v1/queues/ws?group={queue_group}&topics={topic}") as ws:
+        welcome = json.loads(ws.recv(timeout=10))
+        assert welcome["type"] == "welcome"
+        ws.send(json.dumps({"type": "credit", "n": 2}))
+        held: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 30
+        while len(held) < 2 and time.monotonic() < deadline:
+            producer.produce(topic, value=b"queued", partition=1)
+            assert producer.flush(30) == 0
+            try:
+                held.append(json.loads(ws.recv(timeout=1)))
+            except TimeoutError:
+                continue
+        assert [frame["type"] for frame in held] == ["message", "message"]
+        browser.find_element(By.ID, "nav-share").click()
+        heading = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, f'h3[data-share-group="{queue_group}"]'))
+        assert f"queue consumers: {welcome['consumer']}" in text_of(browser, "main")
+        in_flight = wait_for(lambda: [r for r in browser.find_elements(By.CSS_SELECTOR, "main table tr")
+                                      if r.text.startswith(f"{topic} 1 ")])  # fmt: skip
+        assert in_flight[0].find_elements(By.TAG_NAME, "td")[4].text == "2"
+        assert heading.text.startswith(queue_group)
+        shot(browser, "8-share")
     browser.find_element(By.ID, "nav-explain").click()
     explained = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, f'div.explain-group[data-group="{group}"]'))
     assert "is Stable" in explained.text and "console-test" in explained.text
@@ -191,11 +215,10 @@ def test_group_members_lag_share_and_explain(browser: Any, http_broker: HttpBrok
     # live: a record produced now shows on the topics page without a reload
     browser.find_element(By.ID, "nav-topics").click()
     count = f'tr[data-topic="{topic}"] td:nth-child(3)'
-    wait_for(lambda: text_of(browser, count) == str(data["count"] + 1))
-    producer = Producer({"bootstrap.servers": http_broker.bootstrap})
+    before = int(wait_for(lambda: text_of(browser, count)))
     producer.produce(topic, value=b"late", partition=1)
     assert producer.flush(30) == 0
-    wait_for(lambda: text_of(browser, count) == str(data["count"] + 2))
+    wait_for(lambda: text_of(browser, count) == str(before + 1))
 
 
 def test_console_json_rejects_bad_input(http_broker: HttpBroker, data: dict[str, Any]) -> None:
