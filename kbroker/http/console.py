@@ -7,6 +7,7 @@ HTML, JavaScript and CSS shipped in the package (kbroker/http/console_static), n
 
 from __future__ import annotations
 
+import struct
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +45,22 @@ def add_console_routes(app: web.Application, broker: Broker) -> None:
     app.router.add_get("/v1/console/groups", console.groups)
     app.router.add_get("/v1/console/groups/{group}", console.group)
     app.router.add_get("/v1/console/share-groups", console.share_groups)
+
+
+def _member_assignment(member: Any, classic_consumer: bool) -> dict[str, list[int]]:
+    """topic -> partitions of a member: a KIP-848 member's assignment, or a classic consumer-protocol
+    member's assignment bytes (as its leader wrote them; bytes that do not decode show as none)."""
+    from kbroker.client.groups import decode_assignment
+
+    assigned = getattr(member, "assigned", None)
+    if isinstance(assigned, dict):
+        return {str(topic): sorted(partitions) for topic, partitions in assigned.items()}
+    if not classic_consumer:
+        return {}
+    try:
+        return decode_assignment(bytes(member.assignment))
+    except (struct.error, UnicodeDecodeError, ValueError):
+        return {}
 
 
 def _int_param(request: web.Request, name: str, default: int | None = None) -> int | None:
@@ -180,44 +197,45 @@ class Console:
         return None if unified is None else unified.high_watermark
 
     def _group_detail(self, group_id: str, group: Any) -> dict[str, Any]:
-        from kbroker.client.groups import decode_assignment
-
-        kind = str(getattr(group, "group_type", None) or getattr(group, "type", None) or "classic")
-        kind = getattr(kind, "value", kind)
+        """A group of the group coordinator: classic, or a KIP-848 consumer group (group.consumer set),
+        whose members, epochs and assignment live in that part while its offsets stay on the group."""
+        consumer = getattr(group, "consumer", None)
         owners: dict[tuple[str, int], str] = {}
         members = []
-        for member in getattr(group, "members", {}).values():
-            assigned: dict[str, list[int]] = {}
-            assignment = getattr(member, "assignment", None)
-            try:
-                if isinstance(assignment, bytes | bytearray) and getattr(group, "protocol_type", "") == "consumer":
-                    assigned = decode_assignment(bytes(assignment))
-                elif isinstance(assignment, dict):
-                    assigned = {str(t): sorted(int(p) for p in ps) for t, ps in assignment.items()}
-            except Exception:  # noqa: BLE001 - a client's malformed assignment bytes show as none
-                assigned = {}
+        for member in (consumer or group).members.values():
+            assigned = _member_assignment(member, consumer is None and group.protocol_type == "consumer")
             for topic, partitions in assigned.items():
                 for partition in partitions:
                     owners[(topic, partition)] = member.member_id
             members.append(
                 {
                     "member_id": member.member_id,
-                    "group_instance_id": getattr(member, "group_instance_id", None),
-                    "client_id": getattr(member, "client_id", None),
-                    "client_host": getattr(member, "client_host", None),
+                    "group_instance_id": member.instance_id if consumer is not None else member.group_instance_id,
+                    "client_id": member.client_id,
+                    "client_host": member.client_host,
                     "assignment": [{"topic": t, "partitions": ps} for t, ps in sorted(assigned.items())],
                 }
             )
-        offsets = {key: committed.offset for key, committed in getattr(group, "offsets", {}).items()}
+        offsets = {key: committed.offset for key, committed in group.offsets.items()}
         keys = set(offsets) | set(owners)
         lag = data.lag_rows(offsets, {key: self._high_watermark(key) for key in keys}, owners)
-        state = getattr(group, "state", "")
+        if consumer is not None:
+            kind, state, generation, protocol = (
+                "consumer",
+                consumer.state.value,
+                consumer.group_epoch,
+                consumer.assignor_name,
+            )
+            leader = None
+        else:
+            kind, state, generation, protocol = "classic", group.state.value, group.generation_id, group.protocol_name
+            leader = group.leader_id
         return {
-            **data.group_summary(group_id, kind, str(getattr(state, "value", state)), members, lag),
-            "generation": getattr(group, "generation_id", None),
-            "protocol_type": getattr(group, "protocol_type", None),
-            "protocol": getattr(group, "protocol_name", None),
-            "leader": getattr(group, "leader_id", None),
+            **data.group_summary(group_id, kind, str(state), members, lag),
+            "generation": generation,
+            "protocol_type": group.protocol_type,
+            "protocol": protocol,
+            "leader": leader,
             "member_details": members,
             "lag": lag,
         }

@@ -182,6 +182,22 @@ def test_group_members_lag_share_and_explain(browser: Any, http_broker: HttpBrok
     ]
     assert [topic, "0", "3", str(data["count"]), str(data["count"] - 3)] == lag_rows[0][:5]
     shot(browser, "7-group")
+    # a KIP-848 consumer group (group.protocol=consumer) shows as type "consumer" with its assignment
+    kip848_group = unique_topic("console-kip848")
+    kip848 = Consumer({"bootstrap.servers": http_broker.bootstrap, "group.id": kip848_group, "group.protocol": "consumer",
+                       "client.id": "console-kip848", "auto.offset.reset": "earliest"})  # fmt: skip
+    try:
+        kip848.subscribe([topic])
+        deadline = time.monotonic() + 30
+        while not kip848.assignment() and time.monotonic() < deadline:
+            kip848.poll(0.2)
+        browser.get(f"{http_broker.url}/console/#/group/{kip848_group}")
+        wait_for(lambda: f"{topic}: 0,1" in text_of(browser, "#members"))
+        assert text_of(browser, "#group-state").startswith("consumer · Stable")
+        assert "console-kip848" in text_of(browser, "#members")
+        shot(browser, "7b-consumer-group")
+    finally:
+        kip848.close()
     # a queue consumer on the WebSocket gateway holding two records of partition 1: a share group. Its
     # share partitions start at the end (share.auto.offset.reset=latest): records are produced until two came.
     queue_group = unique_topic("console-queue")
