@@ -30,6 +30,7 @@ from kbroker.waiters import FetchWaiters
 if TYPE_CHECKING:
     from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.group.runtime import GroupRuntime
+    from kbroker.quota.manager import Quotas
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
     from kbroker.testing.controls import TestControls
@@ -53,6 +54,7 @@ class Broker:
     shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
+    quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled

@@ -35,6 +35,7 @@ from kbroker.handlers.registry import load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
@@ -110,6 +111,7 @@ async def serve(
         clock=clock,
     )
     broker.scram = ScramStore.load(config.data_dir)
+    broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
@@ -149,7 +151,7 @@ async def serve(
         data_dir=str(config.data_dir),
         cluster_id=broker.cluster_id,  # in cluster mode, the cluster's (ZooKeeper's)
         node_id=config.node_id,
-        clean_start=logs.had_clean_shutdown,
+        **({"fresh_directory": True} if logs.fresh_directory else {"clean_start": logs.had_clean_shutdown}),
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
         gc_frozen=gc.get_freeze_count(),

@@ -78,8 +78,6 @@ NOT_OFFERED = {
     43: "one node: every partition has its only replica as leader",
     45: "one node: nothing to reassign",
     46: "one node: nothing to reassign",
-    48: "no client quotas",
-    49: "no client quotas",
     55: "no KRaft quorum",
     57: "feature levels are fixed (kbroker/features.py)",
     64: "no KRaft controller",
@@ -97,7 +95,7 @@ NOT_OFFERED = {
 
 # APIs kbroker offers with a restriction Kafka does not have.
 RESTRICTED = {
-    17: "SASL listeners only (docs/security.md); v0 (raw SASL frames) not served",
+    17: "SASL listeners only (docs/security.md)",
     36: "SASL listeners only (docs/security.md)",
 }
 

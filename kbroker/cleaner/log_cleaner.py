@@ -19,14 +19,10 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.cleaner.offset_map import OffsetMap
-from kbroker.cleaner.record_filter import LastRecord
-from kbroker.cleaner.segments import CleaningAbortedError, CleanJob, RoundResult, SourceSegment, clean_partition
-from kbroker.cleaner.throttle import Throttler
 from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.manager import LogManager, TopicPartition
@@ -36,6 +32,12 @@ from kbroker.log.segment import now_ms
 from kbroker.log.unified_log import UnifiedLog
 from protocol.errors import InvalidRecordError
 from protocol.records import HEADER
+
+# The cleaning round itself (segments, record_filter, offset_map, throttle) loads at the first round, not at
+# start-up: most brokers have no compacted topic, and start-up time matters.
+if TYPE_CHECKING:
+    from kbroker.cleaner.record_filter import LastRecord
+    from kbroker.cleaner.segments import CleanJob, RoundResult
 
 log = structlog.get_logger(__name__)
 
@@ -113,6 +115,8 @@ def _first_batch_timestamp(partition_log: PartitionLog, index: int) -> int:
 
 def _last_records(unified: UnifiedLog) -> dict[int, LastRecord]:
     """Each active producer's last data offset (None when it has only markers) and epoch."""
+    from kbroker.cleaner.record_filter import LastRecord  # late: see the imports
+
     return {
         pid: LastRecord(None if entry.last_offset == NO_OFFSET else entry.last_offset, entry.producer_epoch)
         for pid, entry in unified.producer_state().producers.items()
@@ -210,6 +214,8 @@ class LogCleaner:
 
     # -- one round -------------------------------------------------------------------
     def _job(self, candidate: LogToClean, now: int) -> CleanJob:
+        from kbroker.cleaner.segments import CleanJob, SourceSegment  # late: see the imports
+
         unified = candidate.unified
         partition_log = unified.local
         segments = partition_log.segments
@@ -239,6 +245,10 @@ class LogCleaner:
         )
 
     def _run_job(self, job: CleanJob) -> RoundResult:
+        from kbroker.cleaner.offset_map import OffsetMap  # late: see the imports
+        from kbroker.cleaner.segments import clean_partition
+        from kbroker.cleaner.throttle import Throttler
+
         try:
             throttler = Throttler(self.config.io_max_bytes_per_second, stop=self._stop)
             offset_map = OffsetMap(self.config.dedupe_buffer_size, self.config.io_buffer_load_factor)
@@ -255,6 +265,8 @@ class LogCleaner:
         tp, unified = candidate.tp, candidate.unified
         partition_log = unified.local
         started = time.perf_counter()
+        from kbroker.cleaner.segments import CleaningAbortedError  # late: see the imports
+
         job = self._job(candidate, now)
         loop = asyncio.get_running_loop()
         try:

@@ -358,6 +358,96 @@ def test_configs_broker_loggers(tools: Tools) -> None:
     tools.both(CONFIG_COMMAND, *loggers, "--alter", "--add-config", "root=INFO")
 
 
+def test_configs_client_quotas(tools: Tools) -> None:
+    """kafka-configs manages user, client-id and default quotas (Alter/DescribeClientQuotas) the same on both."""
+    user, client = _topic("quota-user"), _topic("quota-client")
+    steps: list[tuple[str, ...]] = [
+        (
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+        ),
+        (
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--alter",
+            "--add-config",
+            "request_percentage=50.5,controller_mutation_rate=10",
+        ),
+        (
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=4096",
+        ),
+        ("--entity-type", "users", "--entity-default", "--alter", "--add-config", "consumer_byte_rate=65536"),
+        ("--entity-type", "clients", "--entity-default", "--alter", "--add-config", "producer_byte_rate=1000000"),
+        ("--entity-type", "ips", "--entity-name", "10.1.2.3", "--alter", "--add-config", "connection_creation_rate=5"),
+    ]
+    for step in steps:
+        out = tools.both(CONFIG_COMMAND, *step)
+        assert out["kbroker"] == out["kafka"], step
+        assert out["kbroker"].startswith("Completed updating "), out["kbroker"]
+    describes: list[tuple[str, ...]] = [
+        ("--entity-type", "users", "--entity-name", user),
+        ("--entity-type", "clients", "--entity-name", client),
+        ("--entity-type", "users", "--entity-name", user, "--entity-type", "clients", "--entity-name", client),
+        ("--entity-type", "users", "--entity-default"),
+        ("--entity-type", "clients", "--entity-default"),
+        ("--entity-type", "ips", "--entity-name", "10.1.2.3"),
+    ]
+    for describe in describes:
+        out = tools.both(CONFIG_COMMAND, *describe, "--describe")
+        assert out["kbroker"] == out["kafka"], describe
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--entity-name", user, "--describe")
+    assert "producer_byte_rate=1048576.0" in out["kbroker"] and "consumer_byte_rate=2097152.0" in out["kbroker"]
+    refused = tools.both(
+        CONFIG_COMMAND,
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client,
+        "--alter",
+        "--add-config",
+        "producer_byte_rate=1.5",
+        check=False,
+    )
+    for text in refused.values():
+        assert "producer_byte_rate cannot be a fractional value." in text
+    out = tools.both(
+        CONFIG_COMMAND,
+        "--entity-type",
+        "users",
+        "--entity-name",
+        user,
+        "--alter",
+        "--delete-config",
+        "consumer_byte_rate",
+    )
+    assert out["kbroker"] == out["kafka"]
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--entity-name", user, "--describe")
+    assert out["kbroker"] == out["kafka"] and "consumer_byte_rate" not in out["kbroker"]
+    for step in steps:  # the quotas set here would throttle other tests' clients
+        keys = ",".join(item.split("=")[0] for item in step[-1].split(","))
+        out = tools.both(CONFIG_COMMAND, *step[:-3], "--alter", "--delete-config", keys, check=False)
+        assert out["kbroker"] == out["kafka"]  # the user's consumer_byte_rate is gone already: refused on both
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--describe")
+    assert out["kbroker"] == out["kafka"]
+
+
 def _config_lines(text: str) -> dict[str, str]:
     """'  name=value sensitive=... synonyms={...}' lines by name."""
     return {line.strip().split("=", 1)[0]: line.strip() for line in text.splitlines() if line.startswith("  ")}
@@ -455,7 +545,6 @@ def _table(text: str) -> list[dict[str, str]]:
         ("org.apache.kafka.tools.MetadataQuorumCommand", ["describe", "--status"], "DESCRIBE_QUORUM"),
         ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--list"], "LIST_PARTITION_REASSIGNMENTS"),
         ("org.apache.kafka.tools.FeatureCommand", ["upgrade", "--feature", "transaction.version=2"], "UPDATE_FEATURES"),
-        (CONFIG_COMMAND, ["--describe", "--entity-type", "clients"], "DESCRIBE_CLIENT_QUOTAS"),
     ],
 )
 def test_missing_apis_fail_fast_with_the_usual_error(tools: Tools, main_class: str, args: list[str], api: str) -> None:
