@@ -162,8 +162,11 @@ class Console:
                 raise RestError(500, 50002, f"reading {topic}-{index} failed: {error}") from error
             if not chunk:
                 break
+            budget = data.MAX_PAGE_BYTES - sum(data.message_shown_bytes(m) for m in messages)
+            if messages and budget <= 0:
+                break
             page, after = data.messages_from_batches(
-                topic, index, iter_batches(chunk), next_offset, end, limit - len(messages)
+                topic, index, iter_batches(chunk), next_offset, end, limit - len(messages), budget
             )
             messages.extend(page)
             if after <= next_offset:

@@ -13,6 +13,7 @@ from typing import Any
 
 MAX_SHOWN_BYTES = 16 * 1024  # of a key, value or header value; the rest is counted, not sent
 MAX_MESSAGES = 200  # per message-browser page
+MAX_PAGE_BYTES = 1024 * 1024  # of record bytes shown per page (each shown about 4 times: text, JSON, hex)
 
 
 def render_bytes(data: bytes | None) -> dict[str, Any] | None:
@@ -54,11 +55,25 @@ def message(topic: str, partition: int, record: Any) -> dict[str, Any]:
     }
 
 
+def shown_bytes(record: Any) -> int:
+    """How many of a record's bytes a page shows (each key, value and header value up to MAX_SHOWN_BYTES)."""
+    parts = [record.key, record.value, *(header.value for header in record.headers)]
+    return sum(min(len(part), MAX_SHOWN_BYTES) for part in parts if part is not None)
+
+
+def message_shown_bytes(shaped: dict[str, Any]) -> int:
+    """shown_bytes of a record already shaped by message()."""
+    parts = [shaped["key"], shaped["value"], *(header["value"] for header in shaped["headers"])]
+    return sum(min(part["size"], MAX_SHOWN_BYTES) for part in parts if part is not None)
+
+
 def messages_from_batches(
-    topic: str, partition: int, batches: Iterable[Any], start: int, end: int, limit: int
-) -> tuple[list[dict[str, Any]], int]:
-    """The data records of `batches` with start <= offset < end, at most `limit`; and the offset to read
-    from next (control batches and records below `start` are skipped)."""
+    topic: str, partition: int, batches: Iterable[Any], start: int, end: int, limit: int,
+    budget: int = MAX_PAGE_BYTES,
+) -> tuple[list[dict[str, Any]], int]:  # fmt: skip
+    """The data records of `batches` with start <= offset < end, at most `limit` and about `budget` bytes
+    shown (the first record always); and the offset to read from next (control batches and records
+    below `start` are skipped)."""
     out: list[dict[str, Any]] = []
     next_offset = start
     for batch in batches:
@@ -70,6 +85,10 @@ def messages_from_batches(
                 continue
             if record.offset >= end or len(out) >= limit:
                 return out, next_offset
+            size = shown_bytes(record)
+            if out and size > budget:
+                return out, next_offset
+            budget -= size
             out.append(message(topic, partition, record))
             next_offset = record.offset + 1
         if len(out) < limit:

@@ -251,3 +251,18 @@ def test_console_json_rejects_bad_input(http_broker: HttpBroker, data: dict[str,
     assert status("/v1/console/groups/no-such-group") == 404
     assert status("/console/../app.py") == 404
     assert status("/console/nothing.js") == 404
+
+
+def test_message_page_is_bounded(http_broker: HttpBroker) -> None:
+    """80 records of 20 KiB: each shows its first 16 KiB, and a page stops at 1 MiB shown (64 records)."""
+    topic = unique_topic("console-big")
+    producer = Producer({"bootstrap.servers": http_broker.bootstrap})
+    for _ in range(80):
+        producer.produce(topic, value=b"z" * 20480, partition=0)
+    assert producer.flush(30) == 0
+    url = f"{http_broker.url}/v1/console/topics/{topic}/partitions/0/messages?offset=0&limit=200"
+    with urllib.request.urlopen(url, timeout=30) as response:
+        page = json.loads(response.read())
+    assert len(page["messages"]) == 64 and page["next_offset"] == 64 and page["high_watermark"] == 80
+    value = page["messages"][0]["value"]
+    assert value["size"] == 20480 and value["truncated"] and len(value["text"]) == 16384

@@ -124,3 +124,14 @@ def test_share_partition_row() -> None:
     assert row == {"topic": "q", "partition": 0, "start_offset": 4, "end_offset": 6, "in_flight": 2,
                    "high_watermark": 10, "backlog": 4}  # fmt: skip
     assert data.share_partition_row("q", 1, Share(0, 0, 0), None)["backlog"] is None
+
+
+def test_messages_from_batches_byte_budget() -> None:
+    big = [Record(i, 0, None, b"x" * 600, []) for i in range(4)]
+    page, after = data.messages_from_batches("t", 0, [Batch(big, 4)], 0, 4, 10, budget=1000)
+    assert [m["offset"] for m in page] == [0] and after == 1  # the second would pass the budget
+    page, after = data.messages_from_batches("t", 0, [Batch(big, 4)], 0, 4, 10, budget=100)
+    assert [m["offset"] for m in page] == [0] and after == 1  # the first always goes
+    huge = Record(0, 0, b"k", b"y" * (data.MAX_SHOWN_BYTES * 2), [Header("h", None)])
+    assert data.shown_bytes(huge) == 1 + data.MAX_SHOWN_BYTES
+    assert data.message_shown_bytes(data.message("t", 0, huge)) == 1 + data.MAX_SHOWN_BYTES
