@@ -161,6 +161,13 @@ def test_topic_partition_and_message_browser(browser: Any, http_broker: HttpBrok
     assert rows[0].get_attribute("data-offset") == "4"
     assert rows[0].find_element(By.CSS_SELECTOR, "td.value").text == '{"order": 4, "item": "apple"}'
     shot(browser, "5-timestamp")
+    # the same instant in ISO 8601 (the page converts it)
+    iso = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime((data["base"] + 3500) // 1000)) + ".500Z"
+    loaded = browser.find_element(By.ID, "view").get_attribute("data-loaded")
+    browser.find_element(By.ID, "timestamp").send_keys(iso)
+    browser.find_element(By.ID, "go-timestamp").click()
+    wait_for(lambda: browser.find_element(By.ID, "view").get_attribute("data-loaded") != loaded)  # a new page
+    assert f"timestamp {data['base'] + 3500}: offset 4" in text_of(browser, "#timestamp-result")
 
 
 def test_group_members_lag_share_and_explain(browser: Any, http_broker: HttpBroker, data: dict[str, Any]) -> None:
