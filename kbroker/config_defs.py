@@ -370,8 +370,8 @@ _TOPICS = [
 _LOG = [
     _p("log.dir", STR, "./data", "Directory holding the data, when log.dirs is unset. --data-dir wins.",
        note="Kafka's default is /tmp/kafka-logs."),
-    _p("log.dirs", LIST, None, "Data directory (preferred over log.dir). --data-dir wins.",
-       note="kbroker keeps all data in one directory: a list of more than one is an error."),
+    _p("log.dirs", LIST, None, "Data directories (preferred over log.dir). --data-dir wins.",
+       note="Partitions are spread over the directories; the first also holds the broker's own state."),
     _p("log.segment.bytes", INT, 1073741824, "Size at which a log segment is closed and a new one rolled.", Range(14),
        topic="segment.bytes", note="Kafka 4 raised the minimum to 1 MiB; kbroker keeps 3.9's 14 bytes for tests."),
     _p("log.roll.ms", LONG, None, "Age (ms) at which a segment is rolled; unset: log.roll.hours.", topic="segment.ms"),

@@ -24,6 +24,7 @@ from kbroker.broker import (
     load_cluster_id,
     new_log_manager,
     with_dynamic_configs,
+    write_log_dirs_meta,
 )
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.clock import REAL_CLOCK
@@ -35,6 +36,7 @@ from kbroker.handlers.registry import load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.log.manager import DuplicateLogDirectoryError
 from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
@@ -101,7 +103,14 @@ async def serve(
     logs = new_log_manager(config, clock)
     fresh_data_dir = not (config.data_dir / META_PROPERTIES).exists()
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
-    logs.startup()
+    try:
+        write_log_dirs_meta(config.log_dirs[1:], config.node_id, cluster_id, replacing=cluster_id)
+    except InconsistentClusterIdError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        logs.startup()
+    except DuplicateLogDirectoryError as exc:  # the operator must choose the copy: no start
+        raise ConfigError(str(exc)) from None
     broker = Broker(
         config=config,
         logs=logs,
@@ -198,10 +207,12 @@ async def _join_cluster(broker: Broker, fresh_data_dir: bool) -> None:
         raise ConfigError(
             f"cannot join the cluster at {config.zookeeper_connect}: {exc or type(exc).__name__}"
         ) from None
+    local_cluster_id = broker.cluster_id
     try:
         broker.cluster_id = adopt_cluster_id(
             config.data_dir, config.node_id, broker.cluster_id, cluster.cluster_id, fresh=fresh_data_dir
         )
+        write_log_dirs_meta(config.log_dirs[1:], config.node_id, broker.cluster_id, replacing=local_cluster_id)
     except InconsistentClusterIdError as exc:
         await cluster.stop()
         raise ConfigError(str(exc)) from None

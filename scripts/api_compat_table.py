@@ -70,7 +70,7 @@ NOT_OFFERED = {
     29: "no authorizer: every client may do everything",
     30: "no authorizer",
     31: "no authorizer",
-    34: "one data directory",
+    34: "a partition stays in the data directory it was created in",
     38: "no delegation tokens",
     39: "no delegation tokens",
     40: "no delegation tokens",

@@ -138,14 +138,22 @@ class LogCleaner:
         self.config = config or CleanerConfig()
         self.topic_config = topic_config
         self.clock = clock
-        self.checkpoint_path = logs.data_dir / CHECKPOINT_FILE
-        self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
+        # one cleaner-offset-checkpoint per data directory, of the partitions it holds (as Kafka keeps it)
+        self.checkpoints: dict[TopicPartition, int] = {}
+        for directory in logs.log_dirs:
+            self.checkpoints.update(read_checkpoint(directory / CHECKPOINT_FILE))
         # the partition each checkpoint was taken of: a topic deleted and created again starts dirty
         self._owners: dict[TopicPartition, UnifiedLog] = {}
         self._uncleanable: dict[TopicPartition, UnifiedLog] = {}  # a round failed on this partition object
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
         self._stop = threading.Event()
         self.rounds = 0
+
+    def _write_checkpoints(self, checkpoints: dict[TopicPartition, int]) -> None:
+        """Each data directory's cleaner-offset-checkpoint, of its own partitions."""
+        for directory in self.logs.log_dirs:
+            mine = {tp: offset for tp, offset in checkpoints.items() if self.logs.log_dir_of(tp) == directory}
+            write_checkpoint(directory / CHECKPOINT_FILE, mine)
 
     # -- choosing a log --------------------------------------------------------------
     def cleanable(
@@ -285,7 +293,7 @@ class LogCleaner:
             for gone in [key for key in self.checkpoints if self.logs.get_partition(*key) is None]:
                 del self.checkpoints[gone]  # deleted topics leave the checkpoint file
                 self._owners.pop(gone, None)
-            await loop.run_in_executor(self._executor, write_checkpoint, self.checkpoint_path, dict(self.checkpoints))
+            await loop.run_in_executor(self._executor, self._write_checkpoints, dict(self.checkpoints))
         self.rounds += 1
         stats = result.stats
         log.info(

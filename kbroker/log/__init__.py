@@ -15,10 +15,13 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
   LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
   to_properties(config) -> dict[str, str]
 
-  LogManager(data_dir, default_config=None, *, executor=None, flush_threads=4, retention_check_interval_ms=300_000,
-             checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000, open_files=None)
+  LogManager(data_dir, default_config=None, *, log_dirs=None, executor=None, flush_threads=4,
+             retention_check_interval_ms=300_000, checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000,
+             open_files=None)          log_dirs: every data directory (data_dir first; default just data_dir)
     .startup() -> None                  load + recover; .had_clean_shutdown tells which;
-                                        .offline_partitions: {(topic, partition): reason} that failed to load
+                                        .offline_partitions: {(topic, partition): reason} that failed to load;
+                                        DuplicateLogDirectoryError: a partition in two data directories
+    .log_dir_of(tp) -> Path | None      the data directory holding a partition; .partition_counts() per directory
     await .shutdown() -> None           flush all, checkpoints, clean-shutdown marker
     .abort() -> None                    close without flush or marker (next start recovers)
     .create_topic(name, partitions, *, configs=None, topic_id=None) -> TopicMetadata

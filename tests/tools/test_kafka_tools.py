@@ -268,6 +268,43 @@ def test_log_dirs_describe(tools: Tools) -> None:
     assert [p["size"] > 0 for p in partitions] == [True, True]
 
 
+def test_log_dirs_describe_two_directories(classpath: str, tmp_path: Path) -> None:
+    """log.dirs with two directories on both brokers: each reports both, the topic's two partitions spread
+    one per directory (which one gets which on a tie is Kafka's hash order, so that is not compared)."""
+    dirs = {b: (tmp_path / b / "a", tmp_path / b / "b") for b in BROKERS}
+    (tmp_path / "kbroker").mkdir()
+    kafka = KafkaRef(properties={"log.dirs": ",".join(str(d) for d in dirs["kafka"])})
+    kbroker = BrokerProcess(dirs["kbroker"][0], log_dirs=dirs["kbroker"][1:])
+    jvms: dict[str, ToolJvm] = {}
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            started = pool.submit(kafka.start)
+            kbroker.start()
+            started.result()
+        jvms = {b: ToolJvm(classpath) for b in BROKERS}
+        tools = Tools({"kbroker": kbroker.bootstrap, "kafka": kafka.bootstrap}, jvms)
+        topic = _topic("spread")
+        now = int(time.time() * 1000)
+        records = [(0, b"x" * 100, now), (1, b"z", now + 1)]
+        tools.each(lambda b: (_create_topic(tools.brokers[b], topic, 2), _produce(tools.brokers[b], topic, records)))
+        out = tools.both("org.apache.kafka.tools.LogDirsCommand", "--describe", "--topic-list", topic)
+    finally:
+        for jvm in jvms.values():
+            jvm.close()
+        if kbroker.alive():
+            kbroker.stop()
+        kafka.stop()
+    for broker, text in out.items():
+        (report,) = json.loads(text.splitlines()[-1])["brokers"]
+        by_dir = {d["logDir"]: sorted(p["partition"] for p in d["partitions"]) for d in report["logDirs"]}
+        assert set(by_dir) == {str(d.resolve()) for d in dirs[broker]}, broker
+        assert sorted(by_dir.values()) == [[f"{topic}-0"], [f"{topic}-1"]], broker
+        sizes = {p["partition"]: p["size"] for d in report["logDirs"] for p in d["partitions"]}
+        if broker == "kbroker":
+            kbroker_sizes = sizes
+    assert kbroker_sizes == sizes  # the same bytes on both
+
+
 # --------------------------------------------------------------------------- kafka-configs
 
 
