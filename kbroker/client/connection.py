@@ -15,6 +15,11 @@ from protocol.schema import REQUESTS, RESPONSES
 CLIENT_SOFTWARE = ("kbroker-cli", "0.1.0")
 
 
+# Versions this client does not use although the codec knows them: OffsetCommit and OffsetFetch v10 name
+# topics only by id (KIP-848 clients), and this client names them.
+_HIGHEST_USED: dict[int, int] = {ApiKey.OFFSET_COMMIT: 9, ApiKey.OFFSET_FETCH: 9}
+
+
 class KafkaError(Exception):
     """A broker answered with an error code (or a request could not be made); `code` is Kafka's."""
 
@@ -64,7 +69,7 @@ class BrokerConnection:
         theirs = self.api_versions.get(api_key)
         if theirs is None or theirs[1] < ours.low or theirs[0] > ours.high:
             raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, f"the broker does not offer {api_name(api_key)}")
-        return min(ours.high, theirs[1])
+        return min(ours.high, theirs[1], _HIGHEST_USED.get(api_key, ours.high))
 
     def send(self, api_key: int, body: dict[str, Any], version: int | None = None) -> int:
         """Send one request without reading an answer (a Produce with acks=0 gets none); its version."""
