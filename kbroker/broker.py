@@ -27,6 +27,7 @@ from kbroker.txn.producer_ids import ProducerIdManager
 from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
+    from kbroker.auth import Authorizer
     from kbroker.group.runtime import GroupRuntime
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
@@ -50,6 +51,7 @@ class Broker:
     shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
+    authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()

@@ -15,6 +15,7 @@ from typing import Any
 
 import structlog
 
+from kbroker.auth.authorizer import new_authorizer
 from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.config import BrokerConfig, ConfigError
@@ -73,6 +74,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         dynamic_configs=dynamic_configs,
     )
     broker.scram = ScramStore.load(config.data_dir)
+    broker.authorizer = new_authorizer(config)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)

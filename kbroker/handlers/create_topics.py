@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._topic_admin import (
     CLUSTER_METADATA_TOPIC,
@@ -44,6 +45,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     results: dict[str, dict[str, Any]] = {}
     plans: list[TopicPlan] = []
     duplicates = _duplicate_names(request["topics"])
+    creatable = None
+    if not ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log=False):  # else CREATE on each topic
+        creatable = ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, {t["name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["name"]
         if name in results:
@@ -51,6 +55,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         try:
             if name in duplicates:
                 raise fail(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if creatable is not None and name not in creatable and name != CLUSTER_METADATA_TOPIC:
+                raise fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             plans.append(_plan(ctx, topic, existing))
             results[name] = {}  # filled once the topic is created
         except KafkaProtocolError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import topic_id
 from kbroker.handlers.registry import handles
@@ -23,6 +24,7 @@ ZERO_UUID = b"\0" * 16
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
     group_id = request["group_id"]
+    ctx.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
     group = runtime.coordinator.groups.get(group_id)
     if group is None:
         return _top_level(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")

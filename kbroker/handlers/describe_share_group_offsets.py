@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import LEADER_EPOCH, topic_id
 from kbroker.handlers.registry import handles
@@ -29,6 +30,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]) -> dict[str, Any]:
     group_id = requested["group_id"]
     answer: dict[str, Any] = {"group_id": group_id, "topics": [], "error_code": 0, "error_message": None}
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        answer["error_code"] = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return answer
     if group_id not in runtime.coordinator.groups:
         answer["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
         answer["error_message"] = f"Group {group_id} not found."

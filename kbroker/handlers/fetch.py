@@ -26,6 +26,7 @@ import asyncio
 import os
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
@@ -35,6 +36,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 LEADER_EPOCH = 0
+READ, TOPIC = AclOperation.READ, ResourceType.TOPIC
 READ_COMMITTED = 1
 NO_SESSION = 0
 INITIAL_EPOCH = 0
@@ -85,6 +87,9 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     failed = False
     read_committed = request["isolation_level"] == READ_COMMITTED
     responses = []
+    readable = (
+        None if ctx.broker.authorizer is None else ctx.authorized(READ, TOPIC, [t["topic"] for t in request["topics"]])
+    )
     for topic in request["topics"]:
         name = topic["topic"]
         partitions = []
@@ -92,7 +97,9 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             index = p["partition"]
             log = logs.get_partition(name, index)
             code = _leader_epoch_error(p["current_leader_epoch"])
-            if log is None:
+            if readable is not None and name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif log is None:
                 code = missing_log_error(ctx, name, index)
             if code is not None:
                 partitions.append(_error(index, code))

@@ -9,17 +9,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers._offsets import check_offsets
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 
 @handles(ApiKey.OFFSET_COMMIT, "2-8")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
-    errors, valid = check_offsets(ctx, runtime, request["topics"])
+    if ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"] or ""):
+        errors, valid = check_offsets(ctx, runtime, request["topics"])
+    else:
+        errors = {
+            (t["name"], p["partition_index"]): ErrorCode.GROUP_AUTHORIZATION_FAILED
+            for t in request["topics"]
+            for p in t["partitions"]
+        }
+        valid = {}
     error = await runtime.commit(
         request["group_id"] or "",
         request["generation_id_or_member_epoch"],

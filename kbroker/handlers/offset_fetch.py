@@ -12,6 +12,7 @@ from collections.abc import Callable
 from itertools import groupby
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.group import CommittedOffset, TopicPartition
@@ -29,17 +30,42 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     require_stable = ctx.api_version >= 7 and bool(request.get("require_stable"))
     pending = runtime.has_pending_txn_offset if require_stable else None
     if ctx.api_version >= 8:
-        groups = [
-            {
-                "group_id": group["group_id"],
-                "topics": _fetch(runtime.fetch, group["group_id"], group["topics"], pending),
-                "error_code": 0,
-            }
-            for group in request["groups"]
-        ]
+        groups = []
+        for group in request["groups"]:
+            error, topics = _authorized_fetch(ctx, runtime.fetch, group["group_id"], group["topics"], pending)
+            groups.append({"group_id": group["group_id"], "topics": topics, "error_code": int(error)})
         return {"throttle_time_ms": 0, "groups": groups}
-    topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
-    return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
+    error, topics = _authorized_fetch(ctx, runtime.fetch, request["group_id"], request["topics"], pending)
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": int(error)}
+
+
+def _authorized_fetch(
+    ctx: RequestContext,
+    fetch: Any,
+    group_id: str,
+    requested: list[dict[str, Any]] | None,
+    pending: Callable[[str, TopicPartition], bool] | None,
+) -> tuple[ErrorCode, list[dict[str, Any]]]:
+    """As Kafka: DESCRIBE on the group, and offsets only of topics the client may describe (the others
+    left out of an all-topics answer, TOPIC_AUTHORIZATION_FAILED when named)."""
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id or ""):
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
+    if ctx.broker.authorizer is None:
+        return ErrorCode.NONE, _fetch(fetch, group_id, requested, pending)
+    if requested is None:
+        found = _fetch(fetch, group_id, None, pending)
+        describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in found})
+        return ErrorCode.NONE, [t for t in found if t["name"] in describable]
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in requested})
+    topics = _fetch(fetch, group_id, [t for t in requested if t["name"] in describable], pending)
+    for topic in requested:
+        if topic["name"] not in describable:
+            denied = [
+                {**_partition(p, None), "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
+                for p in topic["partition_indexes"]
+            ]
+            topics.append({"name": topic["name"], "partitions": denied})
+    return ErrorCode.NONE, topics
 
 
 def _fetch(

@@ -47,6 +47,7 @@ import struct
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._authorize import produce_denied
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
@@ -83,11 +84,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     refused: list[str] = []
     failed = False
     responses = []
+    denied = produce_denied(ctx, request)
     for name, partitions in _last_entry_per_partition(request["topic_data"]):
         results = []
         for partition in partitions:
             if acks not in (-1, 0, 1):
                 result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
+            elif name in denied:
+                result = _error(partition["index"], denied[name], None, None)
             else:
                 result = _produce_partition(ctx, name, partition, acks, pending, refused)
             failed = failed or result["error_code"] != 0
