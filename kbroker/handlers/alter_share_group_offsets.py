@@ -29,12 +29,17 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if group is not None and group.members:
         return _top_level(ErrorCode.NON_EMPTY_GROUP, "The group has active members.")
     responses = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["topic_name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["topic_name"]
         partitions = []
         for p in topic["partitions"]:
-            done = runtime.reset_offset(group_id, name, p["partition_index"], p["start_offset"])
-            code = ErrorCode.NONE if done else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif runtime.reset_offset(group_id, name, p["partition_index"], p["start_offset"]):
+                code = ErrorCode.NONE
+            else:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             partitions.append({"partition_index": p["partition_index"], "error_code": int(code), "error_message": None})
         responses.append({"topic_name": name, "topic_id": topic_id(ctx, name) or ZERO_UUID, "partitions": partitions})
     try:

@@ -31,9 +31,15 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if group.members:
         return _top_level(ErrorCode.NON_EMPTY_GROUP, "The group has active members.")
     responses = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["topic_name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["topic_name"]
-        code = ErrorCode.NONE if runtime.delete_offsets(group_id, name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name not in readable:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif runtime.delete_offsets(group_id, name):
+            code = ErrorCode.NONE
+        else:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         responses.append(
             {
                 "topic_name": name,

@@ -44,6 +44,9 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
             wanted.setdefault(topic, []).append(index)
     else:
         wanted = {t["topic_name"]: list(t["partitions"]) for t in requested["topics"]}
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)
+    if requested["topics"] is None:  # offsets of topics the client may not describe are left out
+        wanted = {topic: indexes for topic, indexes in wanted.items() if topic in describable}
     for topic, indexes in wanted.items():
         uuid = topic_id(ctx, topic)
         partitions = []
@@ -58,7 +61,9 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
             }
             partition_log = ctx.broker.logs.get_log(topic, index)
             share = state.get((topic, index))
-            if partition_log is None:
+            if topic not in describable:
+                item["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif partition_log is None:
                 item["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif share is not None:
                 item["start_offset"] = share.start_offset
