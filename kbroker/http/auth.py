@@ -190,6 +190,15 @@ def visible_topics(request: web.Request, broker: Broker, names: Iterable[str]) -
     return [n for n in names if authorizer.authorize(user.principal, user.host, _DESCRIBE, _TOPIC, n)]
 
 
+def may_write(request: web.Request, broker: Broker, topic: str) -> bool:
+    """Whether the request's user may WRITE to the topic (a produce over a WebSocket queue)."""
+    user = request.get(PRINCIPAL_KEY)
+    authorizer = broker.authorizer
+    if authorizer is None or not isinstance(user, HttpUser):
+        return True
+    return authorizer.authorize(user.principal, user.host, AclOperation.WRITE, ResourceType.TOPIC, topic)
+
+
 def _basic_user(request: web.Request, authenticator: BasicAuthenticator) -> HttpUser | None:
     header = request.headers.get("Authorization", "")
     scheme, _, encoded = header.partition(" ")

@@ -19,11 +19,13 @@ import contextlib
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import WSMsgType, web
 
+from kbroker.http.auth import may_write
 from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
 from kbroker.http.rest.partitioner import partition_for_key
 from kbroker.http.rest.produce import append_records
@@ -92,6 +94,7 @@ class QueueSession:
         self.credit = 0
         self.held: set[tuple[str, int, int]] = set()
         self.wake = asyncio.Event()
+        self.may_write: Callable[[str], bool] = lambda topic: True  # WRITE on the topic (kbroker.http.auth)
 
     def keys(self) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
@@ -246,6 +249,8 @@ class QueueSession:
         topic = frame.get("topic")
         if not isinstance(topic, str):
             raise unprocessable("produce needs a topic")
+        if not self.may_write(topic):
+            raise RestError(403, 40301, f"Not authorized: WRITE on TOPIC {topic}")
         metadata = self.broker.logs.topic(topic)
         if metadata is None:
             raise topic_not_found(topic)
@@ -309,6 +314,7 @@ async def _serve_socket(
     await ws.prepare(request)
     binary = request.query.get("binary", "").lower() in ("1", "true")
     session = QueueSession(broker, runtime, ws, group, topics, consumer, binary)
+    session.may_write = lambda topic: may_write(request, broker, topic)
     await ws.send_str(json.dumps({"type": "welcome", "consumer": consumer, "group": group, "topics": topics}))
     log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics)
     pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")

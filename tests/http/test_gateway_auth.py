@@ -171,3 +171,27 @@ def test_basic_authentication_and_acls(gateway: Gateway) -> None:
     assert gateway.call("GET", "/v1/explain/groups", "admin")[0] == 200
     assert gateway.call("DELETE", base, "alice")[0] == 204
     assert "authorization_denied" in gateway.process.log_text()
+
+
+def test_websocket_queue_produce_needs_write(gateway: Gateway) -> None:
+    import asyncio
+
+    import aiohttp
+
+    prepare(gateway)
+
+    async def run() -> list[dict[str, Any]]:
+        auth = aiohttp.BasicAuth("alice", "alice-secret")
+        async with aiohttp.ClientSession(auth=auth) as session:
+            url = f"{gateway.url}/v1/queues/ws?group=g1&topics=granted"
+            async with session.ws_connect(url) as ws:
+                answers = [await ws.receive_json(timeout=10)]  # welcome
+                for topic in ("secret", "granted"):
+                    await ws.send_str(json.dumps({"type": "produce", "topic": topic, "value": "v", "ref": topic}))
+                    answers.append(await ws.receive_json(timeout=10))
+                return answers
+
+    welcome, denied, produced = asyncio.run(run())
+    assert welcome["type"] == "welcome"
+    assert (denied["type"], denied["error_code"]) == ("error", 40301)
+    assert produced["type"] == "produced" and produced["topic"] == "granted"
