@@ -14,7 +14,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from kbroker.auth.acl import CLUSTER_NAME, SUPPORTED_OPERATIONS, AclOperation, ResourceType, operations_bitfield
+from kbroker.auth.acl import (
+    CLUSTER_NAME,
+    SUPPORTED_OPERATIONS,
+    AclOperation,
+    ResourceType,
+    java_host_address,
+    operations_bitfield,
+)
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
@@ -47,8 +54,8 @@ class RequestContext:
 
     @property
     def client_address(self) -> str:
-        """The client's IP address (what ACL hosts are compared with), without the port."""
-        return self.client_host.rsplit(":", 1)[0].strip("[]")
+        """The client's IP address as Kafka writes it (what ACL hosts are compared with), without the port."""
+        return java_host_address(self.client_host.rsplit(":", 1)[0].strip("[]"))
 
     def authorize(
         self, operation: AclOperation, resource_type: ResourceType, name: str = CLUSTER_NAME, *, log: bool = True

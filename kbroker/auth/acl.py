@@ -10,6 +10,7 @@ the literal wildcard "*", and every prefix).
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -244,6 +245,20 @@ class AclBindingFilter:
         if self.operation is not AclOperation.ANY and self.operation is not acl.operation:
             return False
         return self.permission is AclPermissionType.ANY or self.permission is acl.permission
+
+
+def java_host_address(address: str) -> str:
+    """A client's IP as Java's InetAddress.getHostAddress writes it, which is what Kafka compares ACL hosts
+    with: IPv4 as is (an IPv4-mapped IPv6 address too), IPv6 in full without leading zeros (0:0:0:0:0:0:0:1)."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return ":".join(f"{int(group, 16):x}" for group in ip.exploded.split(":"))
+    return str(ip)
 
 
 def operations_bitfield(operations: list[AclOperation] | set[AclOperation]) -> int:

@@ -66,6 +66,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return _response([_error_result(name, error) for name in results])
     for plan in plans:
         results[plan.name] = _create(ctx, plan, request["validate_only"])
+        if results[plan.name]["error_code"] == 0 and not ctx.authorize(
+            AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, plan.name, log=False
+        ):  # the new topic's configs are only shown to who may describe them
+            results[plan.name].update(configs=[], topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     return _response(list(results.values()))
 
 

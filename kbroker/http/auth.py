@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
-from kbroker.auth.acl import CLUSTER_NAME, AclOperation, ResourceType
+from kbroker.auth.acl import CLUSTER_NAME, AclOperation, ResourceType, java_host_address
 from kbroker.config import ConfigError
 from kbroker.sasl import SaslSettings
 from kbroker.scram import ScramCredential
@@ -211,7 +211,7 @@ def _basic_user(request: web.Request, authenticator: BasicAuthenticator) -> Http
     user, sep, password = decoded.partition(":")
     if not sep or not user or not authenticator.check(user, password):
         return None
-    return HttpUser(f"User:{user}", request.remote or "")
+    return HttpUser(f"User:{user}", java_host_address(request.remote or ""))
 
 
 async def _names(request: web.Request, source: str) -> list[str]:

@@ -240,3 +240,13 @@ def test_store_is_durable_and_deduplicates(tmp_path: Path) -> None:
     assert list(third) == [acl("t", Op.READ)]
     assert list(third.applicable(TOPIC, "pq")) == []
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_hosts_are_written_as_java_writes_them() -> None:
+    from kbroker.auth.acl import java_host_address
+
+    assert java_host_address("10.0.0.1") == "10.0.0.1"
+    assert java_host_address("::1") == "0:0:0:0:0:0:0:1"
+    assert java_host_address("fe80::1:abcd") == "fe80:0:0:0:0:0:1:abcd"
+    assert java_host_address("::ffff:10.1.2.3") == "10.1.2.3"
+    assert java_host_address("?") == "?"

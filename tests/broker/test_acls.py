@@ -171,3 +171,23 @@ def test_enforcement_and_allow_everyone_if_no_acl_found(start_broker: Callable[.
         assert metadata["topics"][0]["error_code"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         every = raw.call(ApiKey.METADATA, 12, {"topics": None, "allow_auto_topic_creation": False})
         assert topic not in [t["name"] for t in every["topics"]]
+
+
+def test_create_topics_hides_configs_without_describe_configs(start_broker: Callable[..., BrokerProcess]) -> None:
+    broker = start_broker("--config", STANDARD, "--config", "allow.everyone.if.no.acl.found=true")
+    topic = unique_topic("cfg")
+    with RawClient(broker.bootstrap) as raw:
+        # ANONYMOUS may CREATE the topic; with that ACL in place the topic has ACLs, so nothing else is allowed
+        created = raw.call(ApiKey.CREATE_ACLS, 3, {"creations": [creation(topic, 5, "User:ANONYMOUS")]})
+        assert created["results"][0]["error_code"] == 0
+        body = {
+            "topics": [{"name": topic, "num_partitions": 2, "replication_factor": 1, "assignments": [], "configs": []}],
+            "timeout_ms": 10000,
+            "validate_only": False,
+        }
+        result = raw.call(ApiKey.CREATE_TOPICS, 7, body)["topics"][0]
+        assert (result["error_code"], result["num_partitions"]) == (0, 2)
+        assert (result["configs"], result["topic_config_error_code"]) == ([], ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        again = raw.call(ApiKey.CREATE_TOPICS, 7, body | {"topics": [body["topics"][0] | {"name": topic + "-other"}]})
+        assert again["topics"][0]["error_code"] == 0  # no ACL on that name: allow.everyone.if.no.acl.found
+        assert again["topics"][0]["configs"]
