@@ -294,6 +294,38 @@ def delete_topic(config: dict[str, Any], topic: str) -> str:
         return str(error.args[0].name())
 
 
+def kafka_python(port: int) -> dict[str, str]:
+    """kafka-python as alice: a produce to a topic it may only describe, a group it may not read."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.errors import KafkaError
+
+    auth = {
+        "bootstrap_servers": f"127.0.0.1:{port}",
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": "PLAIN",
+        "sasl_plain_username": "alice",
+        "sasl_plain_password": "alice-secret",
+    }
+    seen: dict[str, str] = {}
+    producer = KafkaProducer(**auth, max_block_ms=8000)
+    for topic in ("granted", "described"):
+        try:
+            producer.send(topic, b"kp").get(10)
+            seen[f"kafka-python produce {topic}"] = "delivered"
+        except KafkaError as error:
+            seen[f"kafka-python produce {topic}"] = type(error).__name__
+    producer.close()
+    consumer = KafkaConsumer("granted", group_id="other-group", **auth, consumer_timeout_ms=5000)
+    try:
+        consumer.poll(timeout_ms=5000)
+        seen["kafka-python join other-group"] = "joined"
+    except KafkaError as error:
+        seen["kafka-python join other-group"] = type(error).__name__
+    finally:
+        consumer.close()
+    return seen
+
+
 def operations(config: dict[str, Any]) -> dict[str, Any]:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection  # noqa: F401
     from confluent_kafka.admin import AdminClient
@@ -339,6 +371,7 @@ def observe(plain: int, sasl_port: int) -> dict[str, Any]:
     seen["anonymous produce"] = produce(anonymous, "granted")
     seen["alice operations"] = operations(alice)
     seen["admin operations"] = operations(admin)
+    seen.update(kafka_python(sasl_port))
     seen["admin deletes secret"] = delete_topic(admin, "secret")
     return seen
 
@@ -357,3 +390,5 @@ def test_unauthorised_clients_get_the_same_errors(brokers: dict[str, tuple[int, 
     assert seen["transaction other-tx"] == "TRANSACTIONAL_ID_AUTHORIZATION_FAILED"
     assert seen["delete granted"] == "TOPIC_AUTHORIZATION_FAILED"
     assert seen["produce granted"] == "delivered" and seen["transaction granted-tx"] == "committed"
+    assert seen["kafka-python produce described"] == "TopicAuthorizationFailedError"
+    assert seen["kafka-python join other-group"] == "GroupAuthorizationFailedError"
