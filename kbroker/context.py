@@ -70,14 +70,16 @@ class RequestContext:
             self._denied(operation, resource_type, [name])
         return False
 
-    def authorized(self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str]) -> set[str]:
-        """The names among `names` the client may do `operation` on."""
+    def authorized(
+        self, operation: AclOperation, resource_type: ResourceType, names: Iterable[str], *, log: bool = True
+    ) -> set[str]:
+        """The names among `names` the client may do `operation` on (denials logged unless `log` is False)."""
         authorizer = self.broker.authorizer
         if authorizer is None:
             return set(names)
         wanted = set(names)
         allowed = authorizer.filter_authorized(self.principal, self.client_address, operation, resource_type, wanted)
-        if len(allowed) < len(wanted):
+        if log and len(allowed) < len(wanted):
             self._denied(operation, resource_type, sorted(wanted - allowed))
         return allowed
 

@@ -51,6 +51,6 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         ]
     groups.sort(key=lambda g: g["group_id"])
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, log=False):  # else only describable groups
-        allowed = ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, [g["group_id"] for g in groups])
+        allowed = ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, [g["group_id"] for g in groups], log=False)
         groups = [g for g in groups if g["group_id"] in allowed]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

@@ -156,6 +156,13 @@ def test_enforcement_and_allow_everyone_if_no_acl_found(start_broker: Callable[.
         init = raw.call(ApiKey.INIT_PRODUCER_ID, 4, {"transactional_id": None, "transaction_timeout_ms": 1000,
                                                      "producer_id": -1, "producer_epoch": -1})  # fmt: skip
         assert init["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        scram = raw.call(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": None})
+        assert scram["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        upsert = {"name": "u", "mechanism": 1, "iterations": 4096, "salt": b"s", "salted_password": b"p"}
+        altered = raw.call(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, {"deletions": [], "upsertions": [upsert]})
+        assert [r["error_code"] for r in altered["results"]] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+        log_dirs = raw.call(ApiKey.DESCRIBE_LOG_DIRS, 4, {"topics": None})
+        assert log_dirs["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         cluster = raw.call(
             ApiKey.DESCRIBE_CLUSTER, 1, {"include_cluster_authorized_operations": True, "endpoint_type": 1}
         )

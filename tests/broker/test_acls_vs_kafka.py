@@ -326,6 +326,33 @@ def kafka_python(port: int) -> dict[str, str]:
     return seen
 
 
+def admin_calls(config: dict[str, Any]) -> dict[str, Any]:
+    """Admin requests as alice, each answered with a result or its error's name."""
+    from confluent_kafka import ConsumerGroupTopicPartitions, KafkaException
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, ResourceType
+
+    admin = AdminClient(config)
+
+    def outcome(call: Any) -> Any:
+        try:
+            return call()
+        except KafkaException as error:
+            return str(error.args[0].name())
+
+    def one(futures: Any) -> Any:
+        return next(iter(futures.values())).result(15)
+
+    topic_configs = ConfigResource(ResourceType.TOPIC, "described")
+    return {
+        "describe configs described": outcome(lambda: len(one(admin.describe_configs([topic_configs]))) > 0),
+        "list groups": outcome(lambda: sorted(g.group_id for g in admin.list_consumer_groups().result(15).valid)),
+        "offsets of other-group": outcome(
+            lambda: one(admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions("other-group")])).group_id
+        ),
+        "add partitions to granted": outcome(lambda: one(admin.create_partitions([NewPartitions("granted", 3)]))),
+    }
+
+
 def operations(config: dict[str, Any]) -> dict[str, Any]:
     from confluent_kafka import ConsumerGroupTopicPartitions, TopicCollection  # noqa: F401
     from confluent_kafka.admin import AdminClient
@@ -372,6 +399,7 @@ def observe(plain: int, sasl_port: int) -> dict[str, Any]:
     seen["alice operations"] = operations(alice)
     seen["admin operations"] = operations(admin)
     seen.update(kafka_python(sasl_port))
+    seen.update(admin_calls(alice))
     seen["admin deletes secret"] = delete_topic(admin, "secret")
     return seen
 
