@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kbroker.clock import REAL_CLOCK, Clock
 from kbroker.config import BrokerConfig, Endpoint
 from kbroker.config_repository import CLUSTER_DEFAULT, ConfigRepository
 from kbroker.log import LogConfig, LogManager, ProducerStateConfig
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from kbroker.group.runtime import GroupRuntime
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
+    from kbroker.testing.controls import TestControls
     from kbroker.txn.runtime import TxnRuntime
 
 log = structlog.get_logger(__name__)
@@ -52,6 +54,8 @@ class Broker:
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
     authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
+    clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
+    test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()
@@ -93,7 +97,7 @@ def reconfigure(broker: Broker) -> None:
     broker.logs.set_default_config(LogConfig.from_properties(broker.config.topic_defaults()))
 
 
-def new_log_manager(config: BrokerConfig) -> LogManager:
+def new_log_manager(config: BrokerConfig, clock: Clock = REAL_CLOCK) -> LogManager:
     return LogManager(
         config.data_dir,
         LogConfig.from_properties(config.topic_defaults()),
@@ -104,6 +108,7 @@ def new_log_manager(config: BrokerConfig) -> LogManager:
             expiration_check_interval_ms=config.get_int("producer.id.expiration.check.interval.ms"),
             snapshot_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms"),
         ),
+        clock=clock,
     )
 
 

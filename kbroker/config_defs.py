@@ -536,6 +536,8 @@ _HTTP = [
        "/health, /ready, /metrics, REST Proxy v2 and WebSocket queues; empty: no HTTP listener."),
     _p("kbroker.http.max.body.bytes", INT, 8388608, "kbroker only: largest HTTP request body accepted (413 above).",
        Range(1024)),
+    _p("kbroker.testing.admin.enable", BOOL, False, "kbroker only, for tests, never in production: a virtual "
+       "clock, fault injection and reset, controlled over HTTP at /v1/testing/* on the HTTP listener (docs/testing.md)."),
     _p("consumer.instance.timeout.ms", INT, 300000, "REST Proxy: a consumer instance idle for this long is "
        "destroyed.", Range(1000)),
 ]

@@ -34,11 +34,17 @@ _KEY_ORDER = ["timestamp", "level", "event"]
 
 
 def configure_logging(
-    level: str = "info", fmt: str = "console", stream: TextIO | None = None, *, cache: bool = True
+    level: str = "info",
+    fmt: str = "console",
+    stream: TextIO | None = None,
+    *,
+    cache: bool = True,
+    stdlib: bool = True,
 ) -> None:
     """Send structlog and stdlib logging to `stream` (stderr) at `level`, rendered as `fmt`.
 
-    `cache=False` lets tests reconfigure loggers that were already used.
+    `cache=False` lets tests reconfigure loggers that were already used. `stdlib=False` leaves the
+    standard library's logging as it is (a broker inside another program: kbroker.testing).
     """
     if level.lower() not in LEVELS:
         raise ValueError(f"unknown log level {level!r}: use one of {', '.join(LEVELS)}")
@@ -60,7 +66,8 @@ def configure_logging(
         logger_factory=_NamedWriteLoggerFactory(out),
         cache_logger_on_first_use=cache,
     )
-    _route_stdlib(numeric, fmt, out, shared)
+    if stdlib:
+        _route_stdlib(numeric, fmt, out, shared)
 
 
 # --------------------------------------------------------------------------- levels per logger

@@ -11,13 +11,14 @@ import asyncio
 import contextlib
 import signal
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from kbroker.auth.authorizer import new_authorizer
 from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
 from kbroker.cleaner.runtime import new_log_cleaner
+from kbroker.clock import REAL_CLOCK
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection
@@ -29,6 +30,9 @@ from kbroker.listeners import Listeners
 from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
+
+if TYPE_CHECKING:
+    from kbroker.testing.controls import TestControls
 
 log = structlog.get_logger("kbroker.server")
 
@@ -50,7 +54,15 @@ def run(config: BrokerConfig) -> int:
         return 1
 
 
-async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> int:
+async def serve(
+    config: BrokerConfig,
+    started: asyncio.Event | None = None,
+    *,
+    controls: TestControls | None = None,
+    stop: asyncio.Event | None = None,
+) -> int:
+    """Run the broker until SIGTERM, SIGINT or `stop`. `controls` (kbroker.testing): a virtual clock and
+    fault injection, also built here when the config enables `kbroker.testing.admin.enable`."""
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
     listeners = Listeners()
@@ -61,9 +73,18 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         listeners.close()
         raise
     handlers = load_handlers()
+    if controls is None and config.get_bool("kbroker.testing.admin.enable"):
+        from kbroker.testing.controls import TestControls
+
+        controls = TestControls()
+        log.warning("testing_controls_enabled", reason="kbroker.testing.admin.enable=true: never in production")
+    clock = REAL_CLOCK
+    if controls is not None:
+        handlers = controls.faults.wrap(handlers)
+        clock = controls.clock
     dynamic_configs = ConfigRepository.load(config.data_dir)
     config = with_dynamic_configs(config, dynamic_configs)
-    logs = new_log_manager(config)
+    logs = new_log_manager(config, clock)
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
     broker = Broker(
@@ -72,6 +93,7 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
         cluster_id=cluster_id,
         started_at_ms=int(time.time() * 1000),
         dynamic_configs=dynamic_configs,
+        clock=clock,
     )
     broker.scram = ScramStore.load(config.data_dir)
     broker.authorizer = new_authorizer(config)
@@ -81,17 +103,22 @@ async def serve(config: BrokerConfig, started: asyncio.Event | None = None) -> i
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
     broker.transactions = transactions = await start_transaction_coordinator(broker)
     registry = listeners.prepare(broker, handlers)
+    if controls is not None:
+        controls.attach(broker, registry)
     http = None
     if http_sockets:  # aiohttp loads only when an HTTP listener is configured
         from kbroker.http import start_http
 
         http = await start_http(broker, registry, http_sockets)
         listeners.observe_requests(http.requests.observe)
+        if controls is not None:
+            controls.http_addresses = list(http.addresses)
     await listeners.serve()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
+    if stop is None:
+        stop = asyncio.Event()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
     duties = [
         loop.create_task(logs.run(), name="log-duties"),
         loop.create_task(_sweep_connections(registry), name="connection-limits"),

@@ -28,7 +28,8 @@ __all__ = ["GroupConfig", "GroupRuntime", "group_runtime", "start_group_coordina
 
 def start_group_coordinator(broker: Broker) -> GroupRuntime:
     """Load the committed offsets and start the timers (the server then sets broker.groups)."""
-    runtime = GroupRuntime(GroupConfig.from_properties(broker.config), broker.logs)
+    clock = broker.clock
+    runtime = GroupRuntime(GroupConfig.from_properties(broker.config), broker.logs, clock=clock.wall_ms, timers=clock)
     runtime.load()
     runtime.start()
     return runtime

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kbroker.clock import REAL_CLOCK, Clock
 from kbroker.group import records
 from kbroker.group.config import GroupConfig
 from kbroker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
@@ -44,9 +45,11 @@ class GroupRuntime:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         snapshot_min_bytes: int | None = None,
+        timers: Clock = REAL_CLOCK,  # what the timer tasks wait on (a test's virtual clock)
     ) -> None:
         self.config = config
         self.clock = clock
+        self.timers = timers
         self.groups: dict[str, ClassicGroup] = {}
         self.coordinator = GroupCoordinator(config, clock, self.groups)
         self.offsets = GroupOffsets(config, clock, self.groups)
@@ -360,18 +363,12 @@ class GroupRuntime:
         (A timer handle sets the wake event: asyncio.wait_for could swallow the cancellation
         at shutdown when the event is set at the same moment, bpo-42130.)
         """
-        loop = asyncio.get_running_loop()
         while self.active:
             self._wake.clear()
             deadline = self.coordinator.next_deadline()
-            alarm = None
-            if deadline is not None:
-                alarm = loop.call_later(max(0.005, (deadline - self.clock()) / 1000), self._wake.set)
-            try:
-                await self._wake.wait()
-            finally:
-                if alarm is not None:
-                    alarm.cancel()
+            await self.timers.wait(
+                self._wake, None if deadline is None else max(0.005, (deadline - self.clock()) / 1000)
+            )
             try:
                 self.coordinator.tick()
             except Exception:  # noqa: BLE001 - a bug in one tick must not stop every group's timers
@@ -380,7 +377,7 @@ class GroupRuntime:
 
     async def _run_expiry(self) -> None:
         while True:
-            await asyncio.sleep(self.config.offsets_retention_check_interval_ms / 1000)
+            await self.timers.sleep(self.config.offsets_retention_check_interval_ms / 1000)
             try:
                 self.expire_offsets()
             except Exception:  # noqa: BLE001

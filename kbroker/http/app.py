@@ -58,6 +58,11 @@ class HttpGateway:
         explain = Explain(self.broker)
         app.router.add_get("/v1/explain/groups", explain.groups)
         app.router.add_get("/v1/explain/transactions", explain.transactions)
+        controls = self.broker.test_controls
+        if controls is not None and self.broker.config.get_bool("kbroker.testing.admin.enable"):
+            from kbroker.http.testing_admin import add_testing_routes
+
+            add_testing_routes(app, controls)
         return app
 
     async def start(self, sockets: list[socket.socket]) -> None:

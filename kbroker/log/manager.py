@@ -23,6 +23,7 @@ from pathlib import Path
 
 import structlog
 
+from kbroker.clock import REAL_CLOCK, Clock
 from kbroker.log.checkpoint import MAX_FILE_NAME, fsync_directory, read_checkpoint, write_atomically, write_checkpoint
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import (
@@ -71,8 +72,10 @@ class LogManager:
         flush_check_interval_ms: int = 1_000,
         producer_state: ProducerStateConfig | None = None,
         open_files: OpenFiles | None = None,
+        clock: Clock = REAL_CLOCK,
     ) -> None:
         self.data_dir = Path(data_dir)
+        self.clock = clock  # what the periodic duties read and sleep on (retention; a test's virtual clock)
         # a bound on open segment descriptors, from RLIMIT_NOFILE (see files.py)
         self.open_files = open_files if open_files is not None else OpenFiles.for_process()
         self.default_config = default_config or LogConfig()
@@ -423,13 +426,14 @@ class LogManager:
     async def run(self) -> None:
         """The periodic duties until cancelled: flush.ms, retention, checkpoints, file deletion."""
         loop = asyncio.get_running_loop()
-        now = now_ms()
+        clock = self.clock
+        now = clock.wall_ms()
         next_retention = now + self.retention_check_interval_ms
         next_checkpoint = now + self.checkpoint_interval_ms
         next_snapshot = now + self.producer_state_config.snapshot_interval_ms
         while True:
-            await asyncio.sleep(self.flush_check_interval_ms / 1000)
-            now = now_ms()
+            await clock.sleep(self.flush_check_interval_ms / 1000)
+            now = clock.wall_ms()
             try:
                 await self.flush_due(now)
                 if now >= next_retention:

@@ -56,12 +56,12 @@ class ShareRuntime:
         partition_config: SharePartitionConfig,
         *,
         state_partitions: int = 50,
-        clock: Callable[[], int] = wall_clock_ms,
+        clock: Callable[[], int] | None = None,
     ) -> None:
         self.broker = broker
         self.store = ShareStateStore(broker.logs, state_partitions)
         self._background: set[asyncio.Task[None]] = set()
-        self.clock = clock
+        self.clock = clock or broker.clock.wall_ms
         self.partition_config = partition_config
         self.coordinator = ShareGroupCoordinator(coordinator_config, self._partition_count, self._coordinator_config)
         self.sessions = ShareSessions()
@@ -342,10 +342,7 @@ class ShareRuntime:
             self._wake.clear()
             deadline = self._sleeping_until = self.next_deadline()
             timeout = None if deadline is None else max(0.0, (deadline - self.clock()) / 1000)
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout)
-            except TimeoutError:
-                pass
+            await self.broker.clock.wait(self._wake, timeout)
             try:
                 self.tick()
             except Exception:  # a bug here must not stop the timers

@@ -103,8 +103,9 @@ class TxnRuntime:
             self.state_log,
             self.marker_writer,
             broker.producer_ids.generate,
-            wall_clock_ms,
+            broker.clock.wall_ms,
         )
+        self.clock = broker.clock
         self.active = False
         self._task: asyncio.Task[None] | None = None
 
@@ -148,14 +149,15 @@ class TxnRuntime:
         await self.state_log.stop()
 
     async def _run(self) -> None:
-        next_expiry = wall_clock_ms() + self.expiry_interval_ms
+        clock = self.clock
+        next_expiry = clock.wall_ms() + self.expiry_interval_ms
         while True:
-            await asyncio.sleep(self.abort_interval_ms / 1000)
+            await clock.sleep(self.abort_interval_ms / 1000)
             try:
                 await self.coordinator.abort_timed_out()
                 await self.coordinator.complete_prepared()
-                if wall_clock_ms() >= next_expiry:
-                    next_expiry = wall_clock_ms() + self.expiry_interval_ms
+                if clock.wall_ms() >= next_expiry:
+                    next_expiry = clock.wall_ms() + self.expiry_interval_ms
                     await self.coordinator.expire_transactional_ids()
             except asyncio.CancelledError:
                 raise

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from structlog.testing import capture_logs
 
 from kbroker.limits import ConnectionLimits, parse_overrides
+from tests.logs import captured_logs
 
 
 class Conn:
@@ -27,7 +27,7 @@ class Conn:
 def test_max_connections_refuses_counts_and_logs_a_summary() -> None:
     limits = ConnectionLimits(max_connections=2, max_per_ip=100)
     assert limits.admit(Conn("a"), 0.0) and limits.admit(Conn("b"), 0.0)
-    with capture_logs() as logs:
+    with captured_logs() as logs:
         assert not limits.admit(Conn("c"), 0.0)
         assert not limits.admit(Conn("c"), 1.0)
         assert not limits.admit(Conn("c"), 11.0)

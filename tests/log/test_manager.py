@@ -225,10 +225,10 @@ def test_unloadable_partition_is_offline_and_the_rest_serves(tmp_path):
 
 
 def test_start_up_log_tells_a_fresh_directory_from_a_clean_and_an_unclean_one(tmp_path):
-    from structlog.testing import capture_logs
+    from tests.logs import captured_logs
 
     def started_event():
-        with capture_logs() as logs:
+        with captured_logs() as logs:
             manager = started(tmp_path)
         return manager, next(e for e in logs if e["event"] == "log_manager_started")
 
