@@ -13,6 +13,7 @@ from __future__ import annotations
 import ipaddress
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypeVar
 
 CLUSTER_NAME = "kafka-cluster"  # the one name of the CLUSTER resource
 WILDCARD = "*"  # a literal resource name or host matching every one
@@ -99,10 +100,13 @@ SUPPORTED_OPERATIONS: dict[ResourceType, tuple[AclOperation, ...]] = {
 }
 
 
-def _code(enum: type[IntEnum], value: int) -> IntEnum:
-    """An enum member for a wire code; codes Kafka does not know read as UNKNOWN, as its fromCode does."""
+E = TypeVar("E", bound=IntEnum)
+
+
+def _code(enum: type[E], value: object) -> E:
+    """An enum member for a wire code; codes Kafka does not know read as UNKNOWN (0), as its fromCode does."""
     try:
-        return enum(value)
+        return enum(int(value))  # type: ignore[call-overload]
     except ValueError:
         return enum(0)
 
@@ -122,13 +126,13 @@ class AclBinding:
     @classmethod
     def from_wire(cls, data: dict[str, object], pattern_key: str = "resource_pattern_type") -> AclBinding:
         return cls(
-            ResourceType(_code(ResourceType, int(data["resource_type"]))),  # type: ignore[call-overload]
+            _code(ResourceType, data["resource_type"]),
             str(data["resource_name"]),
-            PatternType(_code(PatternType, int(data[pattern_key]))),  # type: ignore[call-overload]
+            _code(PatternType, data[pattern_key]),
             str(data["principal"]),
             str(data["host"]),
-            AclOperation(_code(AclOperation, int(data["operation"]))),  # type: ignore[call-overload]
-            AclPermissionType(_code(AclPermissionType, int(data["permission_type"]))),  # type: ignore[call-overload]
+            _code(AclOperation, data["operation"]),
+            _code(AclPermissionType, data["permission_type"]),
         )
 
     def to_json(self) -> dict[str, object]:
@@ -202,13 +206,13 @@ class AclBindingFilter:
             return None if value is None else str(value)
 
         return cls(
-            ResourceType(_code(ResourceType, int(data["resource_type_filter"]))),  # type: ignore[call-overload]
+            _code(ResourceType, data["resource_type_filter"]),
             text("resource_name_filter"),
-            PatternType(_code(PatternType, int(data["pattern_type_filter"]))),  # type: ignore[call-overload]
+            _code(PatternType, data["pattern_type_filter"]),
             text("principal_filter"),
             text("host_filter"),
-            AclOperation(_code(AclOperation, int(data["operation"]))),  # type: ignore[call-overload]
-            AclPermissionType(_code(AclPermissionType, int(data["permission_type"]))),  # type: ignore[call-overload]
+            _code(AclOperation, data["operation"]),
+            _code(AclPermissionType, data["permission_type"]),
         )
 
     def unknown_part(self) -> str | None:
