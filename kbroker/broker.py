@@ -29,6 +29,7 @@ from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
     from kbroker.auth import Authorizer
+    from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.group.runtime import GroupRuntime
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
@@ -54,6 +55,7 @@ class Broker:
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
     authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
+    cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
 
@@ -126,3 +128,23 @@ def load_cluster_id(data_dir: Path, node_id: int) -> str:
     write_atomically(path, text.encode())
     log.info("cluster_id_created", cluster_id=cluster_id, path=str(path))
     return cluster_id
+
+
+class InconsistentClusterIdError(Exception):
+    """The data directory belongs to another cluster than the one in ZooKeeper (Kafka's InconsistentClusterIdException)."""
+
+
+def adopt_cluster_id(data_dir: Path, node_id: int, local: str, cluster: str, *, fresh: bool) -> str:
+    """The cluster id from ZooKeeper: written to a data directory that was just created, refused when the
+    directory already belonged to another cluster."""
+    if cluster == local:
+        return cluster
+    if not fresh:
+        raise InconsistentClusterIdError(
+            f"the cluster id {cluster} in ZooKeeper does not match {local} in {data_dir / META_PROPERTIES}: "
+            "is zookeeper.connect pointing to the wrong cluster?"
+        )
+    text = f"# written by kbroker\nversion=1\ncluster.id={cluster}\nnode.id={node_id}\n"
+    write_atomically(data_dir / META_PROPERTIES, text.encode())
+    log.info("cluster_id_adopted", cluster_id=cluster)
+    return cluster

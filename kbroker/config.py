@@ -355,6 +355,9 @@ class BrokerConfig:
             _record(values, explicit, "log.dirs", str(directory))
         config = cls(values, explicit, listeners, directory, per_listener)
         config._check_derived()
+        inter_broker = values.get("inter.broker.listener.name")
+        if isinstance(inter_broker, str) and inter_broker.upper() not in {x.name for x in listeners}:
+            raise ConfigError(f"inter.broker.listener.name {inter_broker} must be one of the listeners")
         return config
 
     # ----- property access
@@ -424,6 +427,18 @@ class BrokerConfig:
     @property
     def node_id(self) -> int:
         return self.get_int("node.id")
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        """The cluster's ZooKeeper (zookeeper.connect); None: this broker runs alone."""
+        value = self._values.get("zookeeper.connect")
+        return value.strip() if isinstance(value, str) and value.strip() else None
+
+    @property
+    def inter_broker_listener(self) -> Listener:
+        """The listener other brokers reach this one through: inter.broker.listener.name, else the first."""
+        name = self._values.get("inter.broker.listener.name")
+        return self.listener(name.upper()) if isinstance(name, str) else self.listeners[0]
 
     @property
     def fsync_before_ack(self) -> bool:

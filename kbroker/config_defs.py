@@ -80,7 +80,25 @@ class OneOf:
         return "[" + ", ".join(self.choices) + "]"
 
 
-Validator = Range | OneOf
+@dataclass(frozen=True, slots=True)
+class ZooKeeperConnect:
+    """HOST:PORT[,HOST:PORT...][/chroot], as ZooKeeper's connect strings are written."""
+
+    def check(self, name: str, value: Value) -> None:
+        assert isinstance(value, str)
+        hosts, _, chroot = value.strip().partition("/")
+        for server in hosts.split(","):
+            host, colon, port = server.strip().rpartition(":")
+            if not host or not colon or not port.isdigit() or not 0 < int(port) < 65536:
+                raise ConfigError(f"invalid value {value!r} for {name}: expected HOST:PORT[,HOST:PORT...][/chroot]")
+        if "//" in "/" + chroot or chroot.endswith("/") and chroot:
+            raise ConfigError(f"invalid value {value!r} for {name}: the chroot must be a path like /kafka")
+
+    def describe(self) -> str:
+        return "HOST:PORT[,HOST:PORT...][/chroot]"
+
+
+Validator = Range | OneOf | ZooKeeperConnect
 
 
 def _num(x: float) -> str:
@@ -222,10 +240,12 @@ _NON_NEGATIVE = Range(0)
 _POSITIVE = Range(1)
 _NO_CONTROLLER = "kbroker is one process with no KRaft controller or replication; accepted and ignored"
 _NO_THREADS = "kbroker runs one event loop, so thread counts do not apply; accepted and ignored"
-_SINGLE_NODE_RF = "kbroker is a single node, so internal state has one replica; accepted and ignored"
-_GROUP_CONFIG_ONLY = (
-    "used for the GROUP config resource only: the consumer rebalance protocol (KIP-848) is not implemented yet"
+_SINGLE_NODE_RF = (
+    "the internal topics keep one replica, on the broker that creates them, in cluster mode too (their replication "
+    "is not implemented yet); accepted and ignored"
 )
+_NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
+_ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
 
 
@@ -332,8 +352,8 @@ _SERVER = [
 
 _TOPICS = [
     _p("num.partitions", INT, 1, "Partitions of a topic created without a count (auto-created or -1).", _POSITIVE),
-    _p("default.replication.factor", INT, 1, "Replication factor of topics created without one.",
-       note="kbroker is a single node: only 1 can be satisfied."),
+    _p("default.replication.factor", INT, 1, "Replication factor of topics created without one.", _POSITIVE,
+       note="Used by the controller in cluster mode (zookeeper.connect); a broker alone satisfies only 1."),
     _p("auto.create.topics.enable", BOOL, True, "Create a topic when a producer or Metadata request names a missing one."),
     _p("delete.topic.enable", BOOL, True, "Allow DeleteTopics; when false it fails with TOPIC_DELETION_DISABLED."),
 ]
@@ -431,18 +451,23 @@ _GROUPS = [
     _p("offset.metadata.max.bytes", INT, 4096, "Largest metadata string stored with a committed offset."),
     _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
        _POSITIVE),
+    _p("group.consumer.assignors", LIST,
+       ("org.apache.kafka.coordinator.group.assignor.UniformAssignor",
+        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+       "Server-side assignors of consumer-protocol groups, the default first (uniform, range or Kafka's class names)."),
+    _p("group.consumer.max.size", INT, INT_MAX, "Most members in one consumer-protocol group.", _POSITIVE),
     _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.session.timeout.ms", INT, 45000, "Least consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.session.timeout.ms", INT, 60000, "Most consumer.session.timeout.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.heartbeat.interval.ms", INT, 5000, "Default of the consumer.heartbeat.interval.ms group config.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.min.heartbeat.interval.ms", INT, 5000, "Least consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
     _p("group.consumer.max.heartbeat.interval.ms", INT, 15000, "Most consumer.heartbeat.interval.ms a group may set.",
-       _POSITIVE, note=_GROUP_CONFIG_ONLY),
+       _POSITIVE),
 ]
 
 _TRANSACTIONS = [
@@ -460,13 +485,40 @@ _TRANSACTIONS = [
        _POSITIVE),
 ]
 
+_CLUSTER = [
+    _p("zookeeper.connect", STR, None,
+       "ZooKeeper servers of the cluster, as HOST:PORT,HOST:PORT with an optional chroot (/kafka). Set, the broker "
+       "registers under /brokers/ids, takes part in the controller election and serves the cluster's metadata; "
+       "unset, it runs alone.", _ZOOKEEPER_CONNECT),
+    _p("zookeeper.session.timeout.ms", INT, 18000, "ZooKeeper session timeout: a broker silent this long loses its "
+       "registration (and controllership).", _POSITIVE),
+    _p("zookeeper.connection.timeout.ms", INT, None, "How long to wait for a ZooKeeper session at start; unset: the "
+       "session timeout.", _POSITIVE),
+    _p("broker.rack", STR, None, "Rack of this broker, registered in ZooKeeper and given to clients in Metadata.",
+       note="Replica assignment is rack-unaware (the rack is reported, not used)."),
+    _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other; unset: the first "
+       "listener.", note="Checked to name a listener; used once replication between brokers exists (not yet)."),
+    _p("replica.lag.time.max.ms", LONG, 30000, "A follower that has not caught up for this long leaves the ISR.",
+       _NON_NEGATIVE, note=_NO_REPLICATION_YET, ignored=True),
+    _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE,
+       note=_NO_REPLICATION_YET, ignored=True),
+    _p("replica.fetch.min.bytes", INT, 1, "Least bytes a follower's fetch waits for.", note=_NO_REPLICATION_YET,
+       ignored=True),
+    _p("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch.", note=_NO_REPLICATION_YET,
+       ignored=True),
+    _p("replica.fetch.backoff.ms", INT, 1000, "Pause of a follower after a failed fetch.", _NON_NEGATIVE,
+       note=_NO_REPLICATION_YET, ignored=True),
+    _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE,
+       note=_NO_REPLICATION_YET, ignored=True),
+    _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically.",
+       note="Preferred-leader rebalancing is not implemented yet; accepted and ignored", ignored=True),
+]
+
 _IGNORED = [
     _p("process.roles", LIST, (), "KRaft roles of this process.", OneOf(("broker", "controller")), note=_NO_CONTROLLER,
        ignored=True),
     _p("controller.quorum.voters", LIST, (), "KRaft controller quorum voters.", note=_NO_CONTROLLER, ignored=True),
     _p("controller.quorum.bootstrap.servers", LIST, (), "KRaft controller bootstrap servers.", note=_NO_CONTROLLER,
-       ignored=True),
-    _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other.", note=_NO_CONTROLLER,
        ignored=True),
     _p("num.network.threads", INT, 3, "Network threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
     _p("num.io.threads", INT, 8, "Request handler threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
@@ -540,13 +592,32 @@ _HTTP = [
        "clock, fault injection and reset, controlled over HTTP at /v1/testing/* on the HTTP listener (docs/testing.md)."),
     _p("consumer.instance.timeout.ms", INT, 300000, "REST Proxy: a consumer instance idle for this long is "
        "destroyed.", Range(1000)),
+    _p("kbroker.vq.topic", STR, "kbroker-vq", "kbroker only: the data topic of the virtual queues (/v1/vq), created "
+       "on the first publish; a queue is a record key."),
+    _p("kbroker.vq.topic.partitions", INT, 4, "kbroker only: partitions of the virtual queues' data topic when "
+       "created (do not change once in use: a queue lives in murmur2(name) % partitions).", _POSITIVE),
+    _p("kbroker.vq.positions.topic", STR, "__kbroker_vq_positions", "kbroker only: the compacted topic holding "
+       "the virtual queues' named consumers' positions."),
+    _p("kbroker.vq.index.checkpoint.interval.ms", INT, 60000, "kbroker only: how often the virtual queues' index "
+       "is checkpointed (a restart reads the data topic only past the checkpoint).", Range(1000)),
 ]
 
 # fmt: on
 
 BROKER_PROPERTIES: dict[str, BrokerProperty] = {
     p.name: p
-    for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_AUTHORIZER, *_HTTP, *_IGNORED)
+    for p in (
+        *_SERVER,
+        *_TOPICS,
+        *_LOG,
+        *_GROUPS,
+        *_SHARE_GROUPS,
+        *_TRANSACTIONS,
+        *_AUTHORIZER,
+        *_HTTP,
+        *_CLUSTER,
+        *_IGNORED,
+    )
 }
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
@@ -557,6 +628,7 @@ SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Transactions and producer ids", tuple(_TRANSACTIONS)),
     ("Authorization (ACLs)", tuple(_AUTHORIZER)),
     ("HTTP gateway (REST Proxy v2, WebSocket queues, health, metrics)", tuple(_HTTP)),
+    ("Cluster (ZooKeeper)", tuple(_CLUSTER)),
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
 )
 
@@ -785,6 +857,23 @@ GROUP_PROPERTIES: dict[str, GroupProperty] = {
             None,
             default="read_uncommitted",
             validator=OneOf(("read_committed", "read_uncommitted")),
+        ),
+        # kbroker's share-group extensions (docs/queues.md), checked by kbroker.share.check_group_config
+        GroupProperty(
+            "kbroker.share.tag.filter",
+            STR,
+            "Only records whose kbroker-tag headers match this expression (e.g. TagA || TagB) are delivered to the "
+            "share group; the others are archived for it. Empty: every record.",
+            None,
+            default="",
+        ),
+        GroupProperty(
+            "errors.deadletterqueue.topic.name",
+            STR,
+            "Topic the share group copies records to when they are rejected or reach the delivery count limit. "
+            "Empty: none.",
+            None,
+            default="",
         ),
     )
 }

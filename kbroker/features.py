@@ -25,8 +25,8 @@ class Feature:
 
 
 FEATURES: tuple[Feature, ...] = (
-    # 0: classic groups only; 1 is the consumer rebalance protocol (KIP-848).
-    Feature("group.version", 0, 0, 0),
+    # 0: classic groups only; 1: the consumer rebalance protocol (KIP-848), as Kafka 4.x finalizes it.
+    Feature("group.version", 0, 1, 1),
     # 0: the original transaction protocol; 1: Kafka's flexible __transaction_state records
     # (kbroker's transaction log has its own layout); 2: transactions v2 (KIP-890).
     Feature("transaction.version", 0, 0, 0),

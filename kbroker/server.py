@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import time
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from kbroker.auth.authorizer import new_authorizer
-from kbroker.broker import Broker, load_cluster_id, new_log_manager, with_dynamic_configs
+from kbroker.broker import (
+    META_PROPERTIES,
+    Broker,
+    InconsistentClusterIdError,
+    adopt_cluster_id,
+    load_cluster_id,
+    new_log_manager,
+    with_dynamic_configs,
+)
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.clock import REAL_CLOCK
 from kbroker.config import BrokerConfig, ConfigError
@@ -48,7 +57,7 @@ def run(config: BrokerConfig) -> int:
     except ImportError:  # pragma: no cover - uvloop is a dependency, but stay runnable without it
         runner = asyncio.run
     try:
-        return int(runner(serve(config)))
+        return int(runner(serve(config, freeze_gc=True)))
     except (OSError, ConfigError) as exc:  # a port in use, an unreadable keystore
         log.error("broker_failed", error=str(exc))
         return 1
@@ -60,9 +69,14 @@ async def serve(
     *,
     controls: TestControls | None = None,
     stop: asyncio.Event | None = None,
+    freeze_gc: bool = False,
 ) -> int:
     """Run the broker until SIGTERM, SIGINT or `stop`. `controls` (kbroker.testing): a virtual clock and
-    fault injection, also built here when the config enables `kbroker.testing.admin.enable`."""
+    fault injection, also built here when the config enables `kbroker.testing.admin.enable`.
+    `freeze_gc` (the broker process, not a broker inside another program): once started, what start-up
+    built (schema tables, generated codecs, loaded logs and coordinators: tens of thousands of objects
+    living as long as the process) leaves the garbage collector's reach, so a full collection, which
+    stops the event loop, scans only what came later (gc.freeze)."""
     begin = time.monotonic()
     loop = asyncio.get_running_loop()
     listeners = Listeners()
@@ -85,6 +99,7 @@ async def serve(
     dynamic_configs = ConfigRepository.load(config.data_dir)
     config = with_dynamic_configs(config, dynamic_configs)
     logs = new_log_manager(config, clock)
+    fresh_data_dir = not (config.data_dir / META_PROPERTIES).exists()
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
     logs.startup()
     broker = Broker(
@@ -97,6 +112,8 @@ async def serve(
     )
     broker.scram = ScramStore.load(config.data_dir)
     broker.authorizer = new_authorizer(config)
+    if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
+        await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     broker.groups = groups = start_group_coordinator(broker)
     broker.shares = shares = start_share_coordinator(broker)
@@ -125,16 +142,19 @@ async def serve(
     ]
     if cleaner is not None:
         duties.append(loop.create_task(cleaner.run(), name="log-cleaner"))
+    if freeze_gc:
+        gc.freeze()
     log.info(
         "broker_started",
         listeners=",".join(str(x) for x in config.listeners),
         advertised=",".join(f"{x.name}://{x.advertised}" for x in config.listeners),
         data_dir=str(config.data_dir),
-        cluster_id=cluster_id,
+        cluster_id=broker.cluster_id,  # in cluster mode, the cluster's (ZooKeeper's)
         node_id=config.node_id,
         clean_start=logs.had_clean_shutdown,
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
+        gc_frozen=gc.get_freeze_count(),
     )
     if http is not None:
         http.ready = True
@@ -150,6 +170,8 @@ async def serve(
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()
+    if broker.cluster is not None:
+        await broker.cluster.stop()  # the registration goes: the controller moves leadership away
     for conn in conns:
         conn.shut("broker shutting down")
     for task in duties:
@@ -160,6 +182,31 @@ async def serve(
     await logs.shutdown()
     log.info("broker_stopped")
     return 0
+
+
+async def _join_cluster(broker: Broker, fresh_data_dir: bool) -> None:
+    """Register with ZooKeeper, join the controller election, load the cluster's metadata."""
+    from kazoo.exceptions import KazooException
+
+    from kbroker.cluster.runtime import start_cluster
+    from kbroker.cluster.store import BrokerIdInUseError
+
+    config = broker.config
+    try:
+        cluster = await start_cluster(config, broker.logs, broker.cluster_id)
+    except (TimeoutError, BrokerIdInUseError, KazooException) as exc:
+        raise ConfigError(
+            f"cannot join the cluster at {config.zookeeper_connect}: {exc or type(exc).__name__}"
+        ) from None
+    try:
+        broker.cluster_id = adopt_cluster_id(
+            config.data_dir, config.node_id, broker.cluster_id, cluster.cluster_id, fresh=fresh_data_dir
+        )
+    except InconsistentClusterIdError as exc:
+        await cluster.stop()
+        raise ConfigError(str(exc)) from None
+    broker.cluster = cluster
+    broker.producer_ids.block_source = cluster.take_producer_id_block  # unique across the cluster's brokers
 
 
 async def _sweep_connections(registry: ConnectionLimits) -> None:

@@ -248,6 +248,12 @@ class KafkaRef:
             check=True,
             stdout=subprocess.DEVNULL,
         )
+        self._launch(timeout)
+        return self
+
+    def _launch(self, timeout: float) -> None:
+        assert self._workdir is not None
+        config = self._workdir / "server.properties"
         out = open(self.log_path or self._workdir / "kafka.log", "ab")  # noqa: SIM115 - lives as long as the process
         self.process = subprocess.Popen(
             self._java("kafka.Kafka", str(config)), stdout=out, stderr=subprocess.STDOUT, start_new_session=True
@@ -258,7 +264,14 @@ class KafkaRef:
         except BaseException:
             self.stop()
             raise
-        return self
+
+    def restart_after_kill9(self, down_s: float = 0.5, timeout: float = 90.0) -> None:
+        """SIGKILL the node, then start it again on the same ports and log directory (no clean shutdown)."""
+        if self.process is not None and self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        time.sleep(down_s)
+        self._launch(timeout)
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

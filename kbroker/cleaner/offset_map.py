@@ -23,6 +23,24 @@ GIL_YIELD_RECORDS = 64
 ENTRY_SIZE = HASH_SIZE + 8
 
 
+class GilYield:
+    """Counts decoded records across batches and releases the GIL every GIL_YIELD_RECORDS of them.
+
+    Counted per round, not per batch: a producer's batches often hold fewer than 64 records, and a
+    count restarted at every batch would never reach a pause."""
+
+    __slots__ = ("_left",)
+
+    def __init__(self) -> None:
+        self._left = GIL_YIELD_RECORDS
+
+    def record(self) -> None:
+        self._left -= 1
+        if self._left == 0:
+            self._left = GIL_YIELD_RECORDS
+            time.sleep(0)  # the event loop thread takes the GIL meanwhile
+
+
 def key_digest(key: bytes) -> bytes:
     return hashlib.blake2b(key, digest_size=HASH_SIZE).digest()
 
@@ -79,6 +97,7 @@ def build_offset_map(
     `start_offset` moves the map's latest offset, and so does a gap up to the next segment.
     """
     offset_map.clear()
+    gil = GilYield()
     transactions = CleanedTransactionMetadata()
     transactions.add_aborted_transactions(aborted)
     for batches, next_segment_start in segments:
@@ -86,9 +105,8 @@ def build_offset_map(
             if batch.is_control:
                 transactions.on_control_batch_read(batch)
             elif not transactions.on_batch_read(batch):
-                for count, record in enumerate(batch.records(), 1):
-                    if count % GIL_YIELD_RECORDS == 0:
-                        time.sleep(0)  # let the event loop thread take the GIL (see GIL_YIELD_RECORDS)
+                for record in batch.records():
+                    gil.record()
                     if record.key is not None and record.offset >= start_offset:
                         if offset_map.is_full:
                             return True

@@ -20,13 +20,12 @@ A batch whose records all stay and that needs no new horizon is copied byte for 
 from __future__ import annotations
 
 import enum
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NamedTuple
 
 from kbroker.cleaner.batch_writer import build_empty, build_retained, delete_horizon_ms
-from kbroker.cleaner.offset_map import GIL_YIELD_RECORDS, OffsetMap
+from kbroker.cleaner.offset_map import GilYield, OffsetMap
 from kbroker.cleaner.txn_metadata import CleanedTransactionMetadata
 from protocol.records import Record, RecordBatch
 
@@ -76,6 +75,7 @@ class RecordFilter:
         self.active_producers = last_records_of_active_producers
         self.upper_bound_offset = upper_bound_offset
         self.stats = stats or CleanerStats()
+        self.gil = GilYield()  # one count for the whole round: batches are often under 64 records
 
     def _is_last_of_producer(self, batch: RecordBatch) -> bool:
         last = self.active_producers.get(batch.producer_id)
@@ -125,9 +125,8 @@ class RecordFilter:
         retained: list[Record] = []
         unchanged = True
         tombstones = False
-        for count, record in enumerate(batch.records(), 1):
-            if count % GIL_YIELD_RECORDS == 0:
-                time.sleep(0)  # the event loop thread takes the GIL meanwhile
+        for record in batch.records():
+            self.gil.record()
             self.stats.messages_read += 1
             if discard_records:
                 keep = False

@@ -3,6 +3,8 @@
   state.py        GroupState and its allowed transitions
   member.py       Member;  group.py  ClassicGroup (members, generation, protocol, offsets)
   coordinator.py  GroupCoordinator: JoinGroup/SyncGroup/Heartbeat/LeaveGroup and timers, pure (injected clock)
+  consumer_group.py, consumer_coordinator.py, reconcile.py, assignors.py
+                  consumer-protocol groups (KIP-848): ConsumerGroupHeartbeat, epochs, assignors; pure
   offsets.py      GroupOffsets: commit checks, fetch, delete, expiry, pure
   records.py      __consumer_offsets key/value layout;  store.py  OffsetsStore (append, replay, snapshots)
   runtime.py      GroupRuntime: asyncio futures for deferred answers, timer and expiry tasks
@@ -17,6 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbroker.group.config import GroupConfig
+from kbroker.group.consumer_coordinator import ConsumerGroupSettings
 from kbroker.group.runtime import GroupRuntime
 from protocol.errors import ErrorCode, KafkaProtocolError
 
@@ -28,8 +31,18 @@ __all__ = ["GroupConfig", "GroupRuntime", "group_runtime", "start_group_coordina
 
 def start_group_coordinator(broker: Broker) -> GroupRuntime:
     """Load the committed offsets and start the timers (the server then sets broker.groups)."""
+    config = GroupConfig.from_properties(broker.config)
+
+    def consumer_settings(group_id: str) -> ConsumerGroupSettings:
+        """The group's consumer.session.timeout.ms / consumer.heartbeat.interval.ms over the broker's defaults."""
+        overrides = broker.dynamic_configs.group_configs(group_id)
+        return ConsumerGroupSettings(
+            int(overrides.get("consumer.session.timeout.ms", config.consumer_session_timeout_ms)),
+            int(overrides.get("consumer.heartbeat.interval.ms", config.consumer_heartbeat_interval_ms)),
+        )
+
     clock = broker.clock
-    runtime = GroupRuntime(GroupConfig.from_properties(broker.config), broker.logs, clock=clock.wall_ms, timers=clock)
+    runtime = GroupRuntime(config, broker.logs, clock=clock.wall_ms, timers=clock, consumer_settings=consumer_settings)
     runtime.load()
     runtime.start()
     return runtime

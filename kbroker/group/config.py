@@ -9,6 +9,15 @@ from typing import Protocol
 class _Properties(Protocol):
     def get_int(self, name: str) -> int: ...
 
+    def get_list(self, name: str) -> tuple[str, ...]: ...
+
+
+# Kafka names its assignors by class in group.consumer.assignors; clients by these short names.
+_ASSIGNOR_CLASSES = {
+    "org.apache.kafka.coordinator.group.assignor.UniformAssignor": "uniform",
+    "org.apache.kafka.coordinator.group.assignor.RangeAssignor": "range",
+}
+
 
 @dataclass(frozen=True)
 class GroupConfig:
@@ -20,6 +29,11 @@ class GroupConfig:
     offsets_retention_ms: int = 10080 * 60_000
     offsets_retention_check_interval_ms: int = 600_000
     offsets_topic_partitions: int = 50
+    # consumer-protocol groups (KIP-848)
+    consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    consumer_max_size: int = 2**31 - 1
+    consumer_session_timeout_ms: int = 45_000
+    consumer_heartbeat_interval_ms: int = 5_000
 
     @classmethod
     def from_properties(cls, config: _Properties) -> GroupConfig:
@@ -32,4 +46,11 @@ class GroupConfig:
             offsets_retention_ms=config.get_int("offsets.retention.minutes") * 60_000,
             offsets_retention_check_interval_ms=config.get_int("offsets.retention.check.interval.ms"),
             offsets_topic_partitions=config.get_int("offsets.topic.num.partitions"),
+            consumer_assignors=tuple(
+                _ASSIGNOR_CLASSES.get(name.strip(), name.strip())
+                for name in config.get_list("group.consumer.assignors")
+            ),
+            consumer_max_size=config.get_int("group.consumer.max.size"),
+            consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
+            consumer_heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
         )

@@ -108,6 +108,13 @@ class GroupCoordinator:
                 self._reply(token, JoinResult(E.UNKNOWN_MEMBER_ID, request.member_id))
                 return
             group = self.groups[request.group_id] = ClassicGroup(request.group_id, state_timestamp=now)
+        if group.consumer is not None:
+            if group.consumer.members:  # kbroker does not migrate a live consumer group to the classic protocol
+                self._reply(token, JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
+                return
+            group.consumer = None  # an empty consumer group becomes a classic group again (offsets kept)
+            group.protocol_type = None
+            self.dirty.add(group.group_id)
         if group.is_in(S.DEAD):
             self._reply(token, JoinResult(E.COORDINATOR_NOT_AVAILABLE, request.member_id))
         elif not request.member_id:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from kbroker.group.consumer_group import ConsumerGroup
 from kbroker.group.member import Member
 from kbroker.group.state import GroupState
 
@@ -44,6 +45,9 @@ class ClassicGroup:
     initial_delay_remaining: int = 0
     new_member_added: bool = False  # during the initial delay: extend it once more
     sync_deadline: int | None = None  # CompletingRebalance/Stable: members that have not synced by then are removed
+    # Set while the group uses the consumer rebalance protocol (KIP-848): membership is then kept there
+    # (consumer_coordinator.py) and the classic fields above stay unused; the offsets are shared.
+    consumer: ConsumerGroup | None = None
 
     # -- state -----------------------------------------------------------
     def transition(self, target: GroupState, now: int) -> None:
@@ -133,9 +137,17 @@ class ClassicGroup:
         order = [name for name, _ in leader.protocols] if leader else sorted(votes)
         return next(name for name in order if votes.get(name) == best)
 
+    def is_idle(self) -> bool:
+        """Empty of members of either protocol (offsets may remain): it may be deleted, and expires."""
+        if self.consumer is not None and self.consumer.members:
+            return False
+        return self.state is GroupState.EMPTY
+
     def subscribed_topics(self) -> set[str] | None:
         """Topics the members of a consumer group subscribe to; None when not a consumer group
         or when a member's subscription cannot be read (then no topic counts as unsubscribed)."""
+        if self.consumer is not None:
+            return set(self.consumer.subscription_metadata)  # names and regex matches that exist
         if self.protocol_type != CONSUMER_PROTOCOL_TYPE:
             return None
         topics: set[str] = set()

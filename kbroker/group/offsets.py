@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kbroker.group.config import GroupConfig
+from kbroker.group.consumer_group import ConsumerGroup
 from kbroker.group.coordinator import validate_member
 from kbroker.group.group import ClassicGroup, CommittedOffset, TopicPartition
 from kbroker.group.state import GroupState
@@ -38,7 +39,14 @@ class GroupOffsets:
 
     # -- OffsetCommit ------------------------------------------------------------
     def validate_commit(
-        self, group_id: str, generation_id: int, member_id: str, instance_id: str | None, *, transactional: bool = False
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        instance_id: str | None,
+        *,
+        transactional: bool = False,
+        api_version: int = 9,
     ) -> ErrorCode:
         """Whether this member may commit now (creates a "simple" group for a generation -1 commit).
 
@@ -54,6 +62,8 @@ class GroupOffsets:
             group = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=self.clock())
         if group.is_in(S.DEAD):
             return E.COORDINATOR_NOT_AVAILABLE
+        if group.consumer is not None:
+            return _validate_consumer_commit(group.consumer, generation_id, member_id, transactional, api_version)
         if generation_id < 0 and group.is_in(S.EMPTY):
             return E.NONE  # admin clients and consumers that assign partitions themselves
         if generation_id >= 0 or member_id or instance_id is not None:
@@ -78,6 +88,16 @@ class GroupOffsets:
         group.offsets.update(offsets)
 
     # -- OffsetFetch ---------------------------------------------------------------
+    def validate_fetch(self, group_id: str, member_id: str | None, member_epoch: int) -> ErrorCode:
+        """OffsetFetch v9+ from a member of a consumer-protocol group: its epoch must be current."""
+        group = self.groups.get(group_id)
+        if group is None or group.consumer is None or (member_id is None and member_epoch < 0):
+            return E.NONE
+        member = group.consumer.members.get(member_id or "")
+        if member is None:
+            return E.UNKNOWN_MEMBER_ID
+        return E.NONE if member.member_epoch == member_epoch else E.STALE_MEMBER_EPOCH
+
     def fetch(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
     ) -> dict[TopicPartition, CommittedOffset | None]:
@@ -94,7 +114,7 @@ class GroupOffsets:
         group = self.groups.get(group_id)
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND, None
-        if not group.is_in(S.EMPTY):
+        if not group.is_idle():
             return E.NON_EMPTY_GROUP, None
         group.transition(S.DEAD, self.clock())
         del self.groups[group_id]
@@ -108,7 +128,7 @@ class GroupOffsets:
         if group is None or group.is_in(S.DEAD):
             return E.GROUP_ID_NOT_FOUND, {}
         subscribed: set[str] = set()
-        if not group.is_in(S.EMPTY):
+        if not group.is_idle():
             topics = group.subscribed_topics()
             if topics is None:
                 return E.NON_EMPTY_GROUP, {}
@@ -142,7 +162,7 @@ class GroupOffsets:
                 if not topic_exists(tp[0]) or _expired(group, tp, committed, now, retention):
                     del group.offsets[tp]
                     expired.append((group.group_id, tp))
-            if group.is_in(S.EMPTY) and not group.offsets and not group.pending_members:
+            if group.is_idle() and not group.offsets and not group.pending_members:
                 group.transition(S.DEAD, now)
                 del self.groups[group.group_id]
                 dead.append(group)
@@ -178,8 +198,22 @@ class GroupOffsets:
         )
 
 
+def _validate_consumer_commit(
+    group: ConsumerGroup, member_epoch: int, member_id: str, transactional: bool, api_version: int
+) -> ErrorCode:
+    """Kafka's ConsumerGroup.validateOffsetCommit: the member's current epoch, OffsetCommit v9+."""
+    if member_epoch < 0 and (not group.members or (transactional and not member_id)):
+        return E.NONE  # admin clients and manual assignment, while the group has no members
+    member = group.members.get(member_id)
+    if member is None:
+        return E.UNKNOWN_MEMBER_ID
+    if not transactional and api_version < 9:
+        return E.UNSUPPORTED_VERSION
+    return E.NONE if member.member_epoch == member_epoch else E.STALE_MEMBER_EPOCH
+
+
 def _expired(group: ClassicGroup, tp: TopicPartition, committed: CommittedOffset, now: int, retention: int) -> bool:
-    if group.is_in(S.EMPTY):
+    if group.is_idle():
         since = committed.commit_timestamp
         if group.protocol_type is not None:
             since = max(since, group.state_timestamp)

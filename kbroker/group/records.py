@@ -3,6 +3,7 @@
 Key, by its leading int16 version:
   0, 1  offset commit   group string, topic string, partition int32
   2     group metadata  group string
+  19266 consumer group  int16-length group id: kbroker's own record of a KIP-848 group (consumer_records.py)
 Value (None = tombstone: the offset or group was deleted):
   offset commit v3      offset int64, leader epoch int32, metadata string, commit timestamp int64
   group metadata v3     protocol type string, generation int32, protocol string?, leader string?,
@@ -22,6 +23,7 @@ OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2
 OFFSET_VALUE_VERSION = 3
 GROUP_VALUE_VERSION = 3
+CONSUMER_GROUP_KEY_VERSION = 0x4B42  # kbroker/group/consumer_records.py
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
@@ -40,6 +42,11 @@ class OffsetKey:
 
 @dataclass(frozen=True)
 class GroupKey:
+    group_id: str
+
+
+@dataclass(frozen=True)
+class ConsumerGroupKey:
     group_id: str
 
 
@@ -73,7 +80,7 @@ def group_value(record: GroupRecord) -> bytes:
     )
 
 
-def parse_key(key: bytes) -> OffsetKey | GroupKey:
+def parse_key(key: bytes) -> OffsetKey | GroupKey | ConsumerGroupKey:
     reader = _Reader(key)
     version = reader.int16()
     if version in (0, 1):
@@ -81,6 +88,8 @@ def parse_key(key: bytes) -> OffsetKey | GroupKey:
         return OffsetKey(group_id or "", (topic or "", reader.int32()))
     if version == GROUP_KEY_VERSION:
         return GroupKey(reader.string() or "")
+    if version == CONSUMER_GROUP_KEY_VERSION:
+        return ConsumerGroupKey(reader.string() or "")
     raise RecordFormatError(f"unknown key version {version}")
 
 

@@ -16,10 +16,18 @@ from typing import TYPE_CHECKING
 import structlog
 
 from kbroker.clock import REAL_CLOCK, Clock
-from kbroker.group import records
+from kbroker.group import consumer_records, records
+from kbroker.group.assignors import ASSIGNORS
 from kbroker.group.config import GroupConfig
+from kbroker.group.consumer_coordinator import (
+    ConsumerCoordinatorConfig,
+    ConsumerGroupCoordinator,
+    ConsumerGroupSettings,
+    ConsumerHeartbeat,
+    ConsumerHeartbeatResult,
+)
 from kbroker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
-from kbroker.group.group import ClassicGroup, CommittedOffset, TopicPartition
+from kbroker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedOffset, TopicPartition
 from kbroker.group.offsets import GroupOffsets
 from kbroker.group.store import NO_MARKER, NO_PRODUCER_ID, Entry, OffsetsStore
 from kbroker.log import LogError, RecordTooLargeError
@@ -31,6 +39,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 COMMIT_MARKER = 1  # ControlRecordType.COMMIT
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def wall_clock_ms() -> int:
@@ -45,6 +54,7 @@ class GroupRuntime:
         *,
         clock: Callable[[], int] = wall_clock_ms,
         snapshot_min_bytes: int | None = None,
+        consumer_settings: Callable[[str], ConsumerGroupSettings] | None = None,
         timers: Clock = REAL_CLOCK,  # what the timer tasks wait on (a test's virtual clock)
     ) -> None:
         self.config = config
@@ -53,6 +63,18 @@ class GroupRuntime:
         self.groups: dict[str, ClassicGroup] = {}
         self.coordinator = GroupCoordinator(config, clock, self.groups)
         self.offsets = GroupOffsets(config, clock, self.groups)
+        assignors = tuple(name for name in config.consumer_assignors if name in ASSIGNORS)
+        if assignors != config.consumer_assignors:
+            log.warning("group_consumer_assignors_unknown", configured=config.consumer_assignors, used=assignors)
+        defaults = ConsumerGroupSettings(config.consumer_session_timeout_ms, config.consumer_heartbeat_interval_ms)
+        self.consumers = ConsumerGroupCoordinator(
+            ConsumerCoordinatorConfig(assignors or ("uniform",), config.consumer_max_size, defaults),
+            clock,
+            self.groups,
+            self._topic_partitions,
+            consumer_settings,
+        )
+        self._consumer_persisted: set[str] = set()  # groups with a consumer-group record in the log
         extra = {} if snapshot_min_bytes is None else {"snapshot_min_bytes": snapshot_min_bytes}
         self.store = OffsetsStore(logs, config.offsets_topic_partitions, **extra)
         self.active = False
@@ -86,9 +108,11 @@ class GroupRuntime:
             except (records.RecordFormatError, UnicodeDecodeError) as error:
                 skipped += 1
                 log.warning("offsets_record_skipped", partition=partition, error=str(error))
+        self.consumers.restart_timers()
         log.info(
             "group_coordinator_loaded",
             groups=len(self.groups),
+            consumer_groups=len(self._consumer_persisted),
             records=len(replayed),
             applied=loaded,
             skipped=skipped,
@@ -100,9 +124,32 @@ class GroupRuntime:
         if isinstance(parsed, records.OffsetKey):
             committed = None if value is None else records.parse_offset_value(value)
             self.offsets.load_offset(parsed.group_id, parsed.tp, committed)
+        elif isinstance(parsed, records.ConsumerGroupKey):
+            self._load_consumer_group(parsed.group_id, value)
         else:
             group = None if value is None else records.parse_group_value(value)
             self.offsets.load_group(parsed.group_id, group)
+
+    def _load_consumer_group(self, group_id: str, value: bytes | None) -> None:
+        holder = self.groups.get(group_id)
+        if value is None:
+            self._consumer_persisted.discard(group_id)
+            if holder is not None:
+                holder.consumer = None
+            return
+        try:
+            consumer = consumer_records.parse_consumer_group_value(group_id, value)
+        except (ValueError, KeyError, TypeError) as error:
+            raise records.RecordFormatError(f"consumer group {group_id!r}: {error}") from error
+        if holder is None:
+            holder = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=self.clock())
+        holder.consumer = consumer
+        holder.protocol_type = CONSUMER_PROTOCOL_TYPE
+        self._consumer_persisted.add(group_id)
+
+    def _topic_partitions(self) -> dict[str, int]:
+        """Topics a consumer group may subscribe to (internal ones excluded) and their partition counts."""
+        return {name: meta.partitions for name, meta in self.store.logs.topics().items() if name not in INTERNAL_TOPICS}
 
     def _load_txn_record(self, producer_id: int, key: bytes, value: bytes | None) -> None:
         parsed = records.parse_key(key)
@@ -150,6 +197,12 @@ class GroupRuntime:
         self._dispatch()
         return result
 
+    def consumer_heartbeat(self, request: ConsumerHeartbeat) -> ConsumerHeartbeatResult:
+        """ConsumerGroupHeartbeat: answered at once; a changed group is written to the log first."""
+        result = self.consumers.heartbeat(request)
+        self._dispatch()
+        return result
+
     def _dispatch(self) -> None:
         """Deliver the coordinator's answers, persist changed group records, re-arm the timer."""
         for token, result in self.coordinator.take_replies():
@@ -160,7 +213,27 @@ class GroupRuntime:
             record = self.offsets.group_record(group_id)
             if record is not None:
                 self._append_quietly(group_id, [(records.group_key(group_id), records.group_value(record))])
+        fenced, self.consumers.fenced = self.consumers.fenced, []
+        if fenced:
+            log.info("consumer_group_members_fenced", members=[f"{g}/{m}: {why}" for g, m, why in fenced[:20]])
+        consumer_dirty, self.consumers.dirty = self.consumers.dirty, set()
+        for group_id in consumer_dirty | dirty:
+            entry = self._consumer_entry(group_id)
+            if entry is not None:
+                self._append_quietly(group_id, [entry])
         self._wake.set()
+
+    def _consumer_entry(self, group_id: str) -> Entry | None:
+        """The group's consumer-group record, a tombstone if it no longer is one, None if nothing to write."""
+        holder = self.groups.get(group_id)
+        key = consumer_records.consumer_group_key(group_id)
+        if holder is not None and holder.consumer is not None:
+            self._consumer_persisted.add(group_id)
+            return key, consumer_records.consumer_group_value(holder.consumer)
+        if group_id in self._consumer_persisted:
+            self._consumer_persisted.discard(group_id)
+            return key, None
+        return None
 
     # -- offsets -----------------------------------------------------------------------
     async def commit(
@@ -170,9 +243,10 @@ class GroupRuntime:
         member_id: str,
         instance_id: str | None,
         offsets: dict[TopicPartition, CommittedOffset],
+        api_version: int = 9,
     ) -> ErrorCode:
         """Validate, append to __consumer_offsets, apply in memory, and return once durable."""
-        error = self.offsets.validate_commit(group_id, generation_id, member_id, instance_id)
+        error = self.offsets.validate_commit(group_id, generation_id, member_id, instance_id, api_version=api_version)
         if error is not ErrorCode.NONE or not offsets:
             return error
         entries = [(records.offset_key(group_id, tp), records.offset_value(c)) for tp, c in offsets.items()]
@@ -279,6 +353,9 @@ class GroupRuntime:
             if group is not None:
                 entries: list[Entry] = [(records.offset_key(group_id, tp), None) for tp in group.offsets]
                 entries.append((records.group_key(group_id), None))
+                consumer = self._consumer_entry(group_id)
+                if consumer is not None:
+                    entries.append(consumer)
                 writes[group_id] = self._append_tombstones(group_id, entries)
                 log.info("group_deleted", group=group_id, offsets=len(group.offsets))
         for group_id, outcome in zip(writes, await asyncio.gather(*writes.values()), strict=True):
@@ -325,6 +402,9 @@ class GroupRuntime:
             by_group.setdefault(group_id, []).append((records.offset_key(group_id, tp), None))
         for group in dead:
             by_group.setdefault(group.group_id, []).append((records.group_key(group.group_id), None))
+            consumer = self._consumer_entry(group.group_id)
+            if consumer is not None:
+                by_group[group.group_id].append(consumer)
         for group_id, entries in by_group.items():
             self._append_quietly(group_id, entries)
         if expired or dead:
@@ -353,6 +433,9 @@ class GroupRuntime:
             record = self.offsets.group_record(group_id)
             if record is not None:
                 entries.append((records.group_key(group_id), records.group_value(record)))
+            if group.consumer is not None:
+                key = consumer_records.consumer_group_key(group_id)
+                entries.append((key, consumer_records.consumer_group_value(group.consumer)))
             entries += [(records.offset_key(group_id, tp), records.offset_value(c)) for tp, c in group.offsets.items()]
         return entries
 
@@ -365,12 +448,14 @@ class GroupRuntime:
         """
         while self.active:
             self._wake.clear()
-            deadline = self.coordinator.next_deadline()
+            deadlines = [d for d in (self.coordinator.next_deadline(), self.consumers.next_deadline()) if d is not None]
+            deadline = min(deadlines, default=None)
             await self.timers.wait(
                 self._wake, None if deadline is None else max(0.005, (deadline - self.clock()) / 1000)
             )
             try:
                 self.coordinator.tick()
+                self.consumers.tick()
             except Exception:  # noqa: BLE001 - a bug in one tick must not stop every group's timers
                 log.exception("group_timer_failed")
             self._dispatch()

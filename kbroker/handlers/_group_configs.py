@@ -15,6 +15,7 @@ from kbroker.config import ConfigEntry, ConfigSource, ConfigSynonym
 from kbroker.config_defs import GROUP_PROPERTIES, ConfigError, render_value
 from kbroker.context import RequestContext
 from kbroker.handlers._topic_admin import fail
+from kbroker.share import check_group_config
 from protocol.errors import ErrorCode
 
 
@@ -59,6 +60,9 @@ def alter_group_configs(
         except ConfigError as exc:
             raise fail(ErrorCode.INVALID_CONFIG, str(exc)) from None
         if not isinstance(value, int):
+            problem = check_group_config(name, str(value))
+            if problem is not None:
+                raise fail(ErrorCode.INVALID_CONFIG, f"Invalid value for {name}: {problem}")
             continue  # a string config: its validator checked it
         if prop.min_from is not None and value < config.get_int(prop.min_from):
             raise fail(ErrorCode.INVALID_CONFIG, f"{name} must be greater than or equal to {prop.min_from}")

@@ -34,3 +34,17 @@ def check_offsets(
                 epoch = partition["committed_leader_epoch"]
                 valid[tp] = CommittedOffset(partition["committed_offset"], epoch, metadata or "", now)
     return errors, valid
+
+
+TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10
+
+
+def with_names_from_ids(ctx: RequestContext, topics: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """v10+ requests: each topic with its name filled in from its topic id ("" for an unknown id)."""
+    names = {meta.topic_id.bytes: name for name, meta in ctx.broker.logs.topics().items()}
+    return [{**topic, "name": names.get(topic["topic_id"], "")} for topic in topics]
+
+
+def topic_id_of(ctx: RequestContext, name: str) -> bytes | None:
+    meta = ctx.broker.logs.topic(name)
+    return None if meta is None else meta.topic_id.bytes

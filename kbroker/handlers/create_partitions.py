@@ -4,10 +4,12 @@
 an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a count that is not an increase INVALID_PARTITIONS,
 assignments that do not cover exactly the new partitions (or name another broker than this
 node) INVALID_REPLICA_ASSIGNMENT. validate_only checks without changing anything.
+In cluster mode (zookeeper.connect) the controller adds the partitions: _cluster_topics.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
@@ -21,7 +23,11 @@ from protocol.errors import ErrorCode, KafkaProtocolError
 
 
 @handles(ApiKey.CREATE_PARTITIONS, "0-3")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    if ctx.broker.cluster is not None:  # cluster mode: the controller assigns the new partitions in ZooKeeper
+        from kbroker.handlers._cluster_topics import add_partitions_in_cluster
+
+        return add_partitions_in_cluster(ctx, ctx.broker.cluster, request)
     topics = request["topics"]
     names = [topic["name"] for topic in topics]
     results: dict[str, dict[str, Any]] = {}

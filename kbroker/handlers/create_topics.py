@@ -6,11 +6,13 @@ replication factor and partition count. kbroker is one node, so the only replica
 can satisfy is 1 (-1 means default.replication.factor). v5+ answers with the partition count,
 replication factor and every config of the topic with its source; v7 adds the topic id.
 validate_only runs every check and creates nothing (the topic id is then the zero UUID).
+In cluster mode (zookeeper.connect) the controller creates topics: _cluster_topics.py.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,7 +42,11 @@ class TopicPlan:
 
 
 @handles(ApiKey.CREATE_TOPICS, "2-7")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
+    if ctx.broker.cluster is not None:  # cluster mode: the controller assigns replicas in ZooKeeper
+        from kbroker.handlers._cluster_topics import create_in_cluster
+
+        return create_in_cluster(ctx, ctx.broker.cluster, request)
     existing = set(ctx.broker.logs.topics())
     results: dict[str, dict[str, Any]] = {}
     plans: list[TopicPlan] = []

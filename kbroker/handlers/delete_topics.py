@@ -4,10 +4,12 @@ As in Kafka: with delete.topic.enable=false every topic fails (INVALID_REQUEST b
 TOPIC_DELETION_DISABLED after); a name and an id together, neither, or the same topic twice is
 INVALID_REQUEST; unknown names answer UNKNOWN_TOPIC_OR_PARTITION and unknown ids UNKNOWN_TOPIC_ID.
 The partition directories are renamed away at once and removed after file.delete.delay.ms.
+In cluster mode (zookeeper.connect) the controller deletes topics: _cluster_topics.py.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
@@ -22,12 +24,16 @@ Target = tuple[str | None, bytes]  # (name, topic id) as given in the request
 
 
 @handles(ApiKey.DELETE_TOPICS, "1-6")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     targets = _targets(ctx, request)
     if not ctx.broker.config.get_bool("delete.topic.enable"):
         code = ErrorCode.INVALID_REQUEST if ctx.api_version < 3 else ErrorCode.TOPIC_DELETION_DISABLED
         error = fail(code, "Topic deletion is disabled (delete.topic.enable=false).")
         return _response([_result(name, topic_id, error) for name, topic_id in targets])
+    if ctx.broker.cluster is not None:  # cluster mode: the controller deletes the topic from ZooKeeper
+        from kbroker.handlers._cluster_topics import delete_in_cluster
+
+        return delete_in_cluster(ctx, ctx.broker.cluster, request, list(dict.fromkeys(targets)))
     names = [name for name, topic_id in targets if name is not None and topic_id == ZERO_UUID]
     ids = [topic_id for name, topic_id in targets if name is None and topic_id != ZERO_UUID]
     targets = list(dict.fromkeys(targets))  # a name or id given twice is answered once, as Kafka does

@@ -1,7 +1,7 @@
 """DescribeGroups (15): state, protocol and members of classic groups.
 
-An unknown group is reported as Dead with no error (as Kafka does for classic
-groups). Member metadata and assignments, and the protocol name, only in Stable.
+An unknown group, or a consumer-protocol group (KIP-848), is reported as Dead with no
+error, as Kafka answers before DescribeGroups v6. Member metadata and assignments, and the protocol name, only in Stable.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _describe(group: Any, group_id: str) -> dict[str, Any]:
-    if group is None:
+    if group is None or group.consumer is not None:  # consumer-protocol groups: ConsumerGroupDescribe
         return _summary(group_id, ErrorCode.NONE, GroupState.DEAD.value)
     stable = group.state is GroupState.STABLE
     protocol = group.protocol_name if stable else None

@@ -10,7 +10,8 @@ illegal name); with every topic asked for there are no such errors. A cursor who
 among the named topics, or whose partition index is negative, makes the request invalid: every
 named topic gets INVALID_REQUEST.
 
-One node leads every partition with epoch 0 and is the only replica, in the ISR; the eligible
+In cluster mode a topic's partitions are answered from the cluster's metadata (_cluster_metadata.py).
+Alone, one node leads every partition with epoch 0 and is the only replica, in the ISR; the eligible
 leader replicas (KIP-966) and the last known ELR are empty lists, as Kafka reports them for a
 partition whose ISR is complete.
 """
@@ -81,6 +82,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _topic(ctx: RequestContext, name: str, topic_id: bytes, indexes: range) -> dict[str, Any]:
     node = ctx.broker.node_id
+    cluster = ctx.broker.cluster
+    if cluster is not None and name in cluster.metadata.topics:  # cluster mode: as the controller wrote them
+        from kbroker.handlers._cluster_metadata import partition_entries
+
+        partitions = partition_entries(cluster.metadata, name, indexes)
+        for entry in partitions:
+            entry["eligible_leader_replicas"], entry["last_known_elr"] = [], []
+        return _topic_entry(name, topic_id, partitions)
     partitions = [
         {
             "error_code": 0,
@@ -95,6 +104,10 @@ def _topic(ctx: RequestContext, name: str, topic_id: bytes, indexes: range) -> d
         }
         for index in indexes
     ]
+    return _topic_entry(name, topic_id, partitions)
+
+
+def _topic_entry(name: str, topic_id: bytes, partitions: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "error_code": 0,
         "name": name,

@@ -28,6 +28,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, LogReadResult, OffsetOutOfRangeError, UnifiedLog
@@ -35,7 +36,6 @@ from kbroker.sendfile import FileChunk
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-LEADER_EPOCH = 0
 READ, TOPIC = AclOperation.READ, ResourceType.TOPIC
 READ_COMMITTED = 1
 NO_SESSION = 0
@@ -96,7 +96,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         for p in topic["partitions"]:
             index = p["partition"]
             log = logs.get_partition(name, index)
-            code = _leader_epoch_error(p["current_leader_epoch"])
+            code, _ = leadership_error(ctx, name, index, p["current_leader_epoch"])
             if readable is not None and name not in readable:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif log is None:
@@ -172,13 +172,6 @@ def _next_offset(result: LogReadResult, bound: int) -> int:
         if result.first_offset < offset <= bound:
             return offset
     return bound
-
-
-def _leader_epoch_error(requested: int) -> ErrorCode | None:
-    """A consumer's current_leader_epoch (v9+) checked against ours, as Kafka's leader does."""
-    if requested == -1 or requested == LEADER_EPOCH:
-        return None
-    return ErrorCode.FENCED_LEADER_EPOCH if requested < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
 
 
 def _error(index: int, code: ErrorCode) -> dict[str, Any]:

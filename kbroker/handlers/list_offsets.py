@@ -21,6 +21,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, KafkaStorageError
@@ -29,7 +30,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.records import TimestampAndOffset
 
-LEADER_EPOCH = 0
 READ_COMMITTED = 1
 EARLIEST_PENDING_UPLOAD_TIMESTAMP = -6
 # The first version that may carry each sentinel timestamp.
@@ -76,9 +76,9 @@ def _list_offset(
     log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index))
-    epoch = partition["current_leader_epoch"]
-    if epoch != -1 and epoch != LEADER_EPOCH:
-        return _error(index, ErrorCode.FENCED_LEADER_EPOCH if epoch < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH)
+    code, epoch = leadership_error(ctx, topic, index, partition["current_leader_epoch"])
+    if code is not None:
+        return _error(index, code)
     if timestamp in REMOTE_ONLY:
         return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
     try:
@@ -99,7 +99,7 @@ def _list_offset(
         "error_code": 0,
         "timestamp": found.timestamp,
         "offset": found.offset,
-        "leader_epoch": LEADER_EPOCH,
+        "leader_epoch": epoch,
     }
 
 

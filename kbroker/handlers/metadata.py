@@ -1,5 +1,6 @@
 """Metadata (3): brokers, cluster id, controller, and topics with their partitions.
 
+In cluster mode (zookeeper.connect) the answer comes from the cluster's metadata (_cluster_metadata.py).
 A single node leads every partition with leader epoch 0. Missing topics are
 created when the request allows it (always below v4) and auto.create.topics.enable
 is on; as in Kafka, a topic created by this request is answered with
@@ -8,6 +9,7 @@ LEADER_NOT_AVAILABLE and the client asks again.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
@@ -18,6 +20,7 @@ from kbroker.log import InvalidTopicError, TopicExistsError
 from kbroker.log.metadata import validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.schema.types import ZERO_UUID
 
 LEADER_EPOCH = 0
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -26,8 +29,12 @@ DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 
 
 @handles(ApiKey.METADATA, "0-12")
-def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awaitable[dict[str, Any]]:
     broker = ctx.broker
+    if broker.cluster is not None:  # cluster mode: the brokers, controller and partition states in ZooKeeper
+        from kbroker.handlers._cluster_metadata import cluster_metadata
+
+        return cluster_metadata(ctx, broker.cluster, request, _requested_topic)
     address = broker.advertised_for(ctx.listener)
     requested = request["topics"]
     if requested is None or (ctx.api_version == 0 and not requested):
@@ -66,7 +73,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: bool) -> dict[str, Any]:
     name = topic["name"]
-    if name is None:  # a lookup by topic id (v10+), as share consumers resolve their assignments
+    if name is None or (not name and topic.get("topic_id", ZERO_UUID) != ZERO_UUID):
+        # a lookup by topic id (v10+), as share consumers and KIP-848 consumers resolve their assignments
+        # (the Java consumer sends the name as "" rather than null)
         for known, meta in ctx.broker.logs.topics().items():
             if meta.topic_id.bytes == topic["topic_id"]:
                 if not ctx.authorize(DESCRIBE, TOPIC, known):  # ids are not secret: Kafka answers with the id
@@ -104,6 +113,11 @@ def topic_metadata(ctx: RequestContext, name: str) -> dict[str, Any]:
     if meta is None:
         return _topic_error(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name)
     node = ctx.broker.node_id
+    # One replica list for every partition (the encoder only reads them): with thousands of partitions a
+    # response would otherwise make four containers a partition, and the collections they set off (a
+    # full one traverses every partition's objects) made most of Metadata's tail latency.
+    replicas: list[int] = [node]
+    offline: list[int] = []
     return {
         "error_code": 0,
         "name": name,
@@ -115,9 +129,9 @@ def topic_metadata(ctx: RequestContext, name: str) -> dict[str, Any]:
                 "partition_index": index,
                 "leader_id": node,
                 "leader_epoch": LEADER_EPOCH,
-                "replica_nodes": [node],
-                "isr_nodes": [node],
-                "offline_replicas": [],
+                "replica_nodes": replicas,
+                "isr_nodes": replicas,
+                "offline_replicas": offline,
             }
             for index in range(meta.partitions)
         ],

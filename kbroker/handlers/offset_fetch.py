@@ -1,6 +1,8 @@
 """OffsetFetch (9): a group's committed offsets; -1 where nothing is committed.
 
-Topics null (v2+) asks for every committed partition; v8 batches groups.
+Topics null (v2+) asks for every committed partition; v8 batches groups; v9 names the member
+and member epoch of a consumer-protocol group (UNKNOWN_MEMBER_ID, STALE_MEMBER_EPOCH as Kafka); v10
+names topics by id.
 RequireStable (v7+): a partition with a transactional offset still pending (TxnOffsetCommit
 before its transaction's marker, GroupRuntime.has_pending_txn_offset) answers
 UNSTABLE_OFFSET_COMMIT with offset -1, as Kafka does; the client retries.
@@ -16,6 +18,7 @@ from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.group import CommittedOffset, TopicPartition
+from kbroker.handlers._offsets import TOPIC_IDS_VERSION, topic_id_of, with_names_from_ids
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
@@ -24,7 +27,7 @@ NO_OFFSET = -1
 NO_LEADER_EPOCH = -1
 
 
-@handles(ApiKey.OFFSET_FETCH, "1-8")
+@handles(ApiKey.OFFSET_FETCH, "1-10")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     require_stable = ctx.api_version >= 7 and bool(request.get("require_stable"))
@@ -32,40 +35,74 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if ctx.api_version >= 8:
         groups = []
         for group in request["groups"]:
-            error, topics = _authorized_fetch(ctx, runtime.fetch, group["group_id"], group["topics"], pending)
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group["group_id"] or ""):
+                error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            else:
+                error = runtime.offsets.validate_fetch(
+                    group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
+                )
+            if error is not ErrorCode.NONE:
+                topics = []
+            elif ctx.api_version >= TOPIC_IDS_VERSION:
+                topics = _fetch_by_id(ctx, runtime.fetch, group["group_id"], group["topics"], pending)
+            else:
+                topics = _fetch(runtime.fetch, group["group_id"], group["topics"], pending)
+            topics = _describable(ctx, topics, named=group["topics"] is not None)
             groups.append({"group_id": group["group_id"], "topics": topics, "error_code": int(error)})
         return {"throttle_time_ms": 0, "groups": groups}
-    error, topics = _authorized_fetch(ctx, runtime.fetch, request["group_id"], request["topics"], pending)
-    return {"throttle_time_ms": 0, "topics": topics, "error_code": int(error)}
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request["group_id"] or ""):
+        return {"throttle_time_ms": 0, "topics": [], "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+    topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
+    topics = _describable(ctx, topics, named=request["topics"] is not None)
+    return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
 
 
-def _authorized_fetch(
+def _describable(ctx: RequestContext, topics: list[dict[str, Any]], *, named: bool) -> list[dict[str, Any]]:
+    """As Kafka: offsets only of topics the client may DESCRIBE; the others are left out of an all-topics
+    answer, and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    if ctx.broker.authorizer is None:
+        return topics
+    allowed = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in topics if t["name"]})
+    answered = []
+    for topic in topics:
+        if not topic["name"] or topic["name"] in allowed:
+            answered.append(topic)
+        elif named:
+            denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            partitions = [{**_partition(p["partition_index"], None), "error_code": denied} for p in topic["partitions"]]
+            answered.append({**topic, "partitions": partitions})
+    return answered
+
+
+def _fetch_by_id(
     ctx: RequestContext,
     fetch: Any,
     group_id: str,
     requested: list[dict[str, Any]] | None,
     pending: Callable[[str, TopicPartition], bool] | None,
-) -> tuple[ErrorCode, list[dict[str, Any]]]:
-    """As Kafka: DESCRIBE on the group, and offsets only of topics the client may describe (the others
-    left out of an all-topics answer, TOPIC_AUTHORIZATION_FAILED when named)."""
-    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id or ""):
-        return ErrorCode.GROUP_AUTHORIZATION_FAILED, []
-    if ctx.broker.authorizer is None:
-        return ErrorCode.NONE, _fetch(fetch, group_id, requested, pending)
-    if requested is None:
-        found = _fetch(fetch, group_id, None, pending)
-        describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in found})
-        return ErrorCode.NONE, [t for t in found if t["name"] in describable]
-    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in requested})
-    topics = _fetch(fetch, group_id, [t for t in requested if t["name"] in describable], pending)
-    for topic in requested:
-        if topic["name"] not in describable:
-            denied = [
-                {**_partition(p, None), "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
-                for p in topic["partition_indexes"]
-            ]
-            topics.append({"name": topic["name"], "partitions": denied})
-    return ErrorCode.NONE, topics
+) -> list[dict[str, Any]]:
+    """v10: topics asked for and answered by id; an unknown id gets UNKNOWN_TOPIC_ID, and committed
+    offsets of topics that no longer exist are left out (they have no id to show)."""
+    named = None if requested is None else with_names_from_ids(ctx, requested)
+    known = None if named is None else [t for t in named if t["name"]]
+    answered = []
+    for topic in _fetch(fetch, group_id, known, pending):
+        uuid = topic_id_of(ctx, topic["name"])
+        if uuid is not None:
+            answered.append({**topic, "topic_id": uuid})
+    for topic in named or []:
+        if not topic["name"]:
+            answered.append(
+                {
+                    "name": "",
+                    "topic_id": topic["topic_id"],
+                    "partitions": [
+                        {**_partition(p, None), "error_code": int(ErrorCode.UNKNOWN_TOPIC_ID)}
+                        for p in topic["partition_indexes"]
+                    ],
+                }
+            )
+    return answered
 
 
 def _fetch(

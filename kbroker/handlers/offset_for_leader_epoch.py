@@ -5,6 +5,10 @@ leader epoch cache answers: epoch 0 ends at the log end offset; an epoch above t
 latest has no end offset (epoch -1, offset -1, no error); -1 likewise. A consumer's
 current_leader_epoch is checked first: older than 0 is FENCED_LEADER_EPOCH, newer is
 UNKNOWN_LEADER_EPOCH (both make clients refresh metadata and retry).
+
+In cluster mode the current epoch is the controller's (and a broker that does not lead the partition
+answers NOT_LEADER_OR_FOLLOWER); any epoch up to the current one ends at the log end offset, since no
+leader epoch cache records where each began yet.
 """
 
 from __future__ import annotations
@@ -13,12 +17,12 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
-LEADER_EPOCH = 0
 UNDEFINED = -1
 
 
@@ -44,14 +48,15 @@ def _end_offset(ctx: RequestContext, topic: str, partition: dict[str, Any]) -> d
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
         return _answer(index, missing_log_error(ctx, topic, index))
-    current = partition["current_leader_epoch"]
-    if current != -1 and current != LEADER_EPOCH:
-        return _answer(
-            index, ErrorCode.FENCED_LEADER_EPOCH if current < LEADER_EPOCH else ErrorCode.UNKNOWN_LEADER_EPOCH
-        )
-    if partition["leader_epoch"] != LEADER_EPOCH:
+    code, current = leadership_error(ctx, topic, index, partition["current_leader_epoch"])
+    if code is not None:
+        return _answer(index, code)
+    requested = partition["leader_epoch"]
+    if requested > current or requested < (current if ctx.broker.cluster is None else 0):
         return _answer(index, ErrorCode.NONE)
-    return _answer(index, ErrorCode.NONE, LEADER_EPOCH, log.log_end_offset)
+    # the log end offset for the current epoch; in cluster mode for an earlier one too, until a leader
+    # epoch cache records where each epoch began (replication)
+    return _answer(index, ErrorCode.NONE, requested, log.log_end_offset)
 
 
 def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, end_offset: int = UNDEFINED) -> dict[str, Any]:

@@ -48,6 +48,7 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.handlers._authorize import produce_denied
+from kbroker.handlers._leadership import leader_epoch
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
@@ -58,7 +59,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
 
-LEADER_EPOCH = 0  # the epoch Metadata reports; stamped into every appended batch
 ZSTD = 4
 MAX_CODEC = 4
 FIRST_ZSTD_VERSION = 7
@@ -131,12 +131,15 @@ def _produce_partition(
     log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
+    epoch = leader_epoch(ctx, topic, index)
+    if epoch is None:  # cluster mode: another broker leads this partition
+        return _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER, log, None)
     if topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, log, f"cannot append to internal topic {topic}")
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         _check_producer(ctx, batch, topic, index)
-        info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=LEADER_EPOCH)
+        info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=epoch)
     except RecordValidationError as error:
         refused.append(f"{topic}-{index}: {error.code.name}: {error.message[:200]}")
         return _error(index, error.code, log, error.message, error.record_errors)

@@ -8,7 +8,9 @@
 - Up to `max_records` records are acquired over the session's partitions, starting from a
   different partition each time; each answer carries the record batches and the acquired ranges
   with their delivery counts. With nothing to acquire the request waits up to `max_wait_ms` for
-  appends or released records. v2's renew-only requests (`is_renew_ack`) acquire nothing.
+  appends, released records or held records becoming due (the share runtime's timer wakes it);
+  when the records read were all held or archived by the tag filter it reads on first, yielding to
+  the event loop between rounds. v2's renew-only requests (`is_renew_ack`) acquire nothing.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
 from kbroker.share import share_runtime
-from kbroker.share.reader import acquire_committed, acquire_from_log
+from kbroker.share.reader import acquire_committed, acquire_from_log, more_to_read
 from kbroker.share.runtime import ShareRuntime
 from kbroker.share.sessions import FINAL_EPOCH, ShareSession
 from protocol.api_keys import ApiKey
@@ -108,12 +110,18 @@ async def _acquire(
     deadline = loop.time() + max(0, request["max_wait_ms"]) / 1000
     while True:
         whole_batches = request.get("share_acquire_mode", 0) != RECORD_LIMIT_MODE
-        if _acquire_once(ctx, runtime, session, max_records, request["max_bytes"], answers, whole_batches):
+        acquired, read_on = _acquire_once(
+            ctx, runtime, session, max_records, request["max_bytes"], answers, whole_batches
+        )
+        if acquired:
             return
         remaining = deadline - loop.time()
         if remaining <= 0 or not session.partitions:
             return
-        await ctx.broker.fetch_waiters.wait(list(session.partitions), 1, remaining * 1000)
+        if read_on:
+            await asyncio.sleep(0)
+        else:
+            await ctx.broker.fetch_waiters.wait(list(session.partitions), 1, remaining * 1000)
         if runtime.sessions.sessions.get((session.group_id, session.member_id)) is not session:
             return
 
@@ -126,13 +134,14 @@ def _acquire_once(
     max_bytes: int,
     answers: dict[tuple[str, int], dict[str, Any]],
     whole_batches: bool,
-) -> bool:
+) -> tuple[bool, bool]:
+    """(whether anything was acquired, whether a partition has more to read at once)."""
     keys = list(session.partitions)
     if not keys:
-        return False
+        return False, False
     start = next(_rotation) % len(keys)
     now = runtime.clock()
-    acquired_any = False
+    acquired_any = read_on = False
     for key in keys[start:] + keys[:start]:
         if max_records <= 0 or max_bytes <= 0:
             break
@@ -145,9 +154,12 @@ def _acquire_once(
         if log is None or share is None:
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             continue
+        before = share.end_offset
         try:
             unified = ctx.broker.logs.get_partition(name, index)
+            fetch_end = log.high_watermark
             if unified is not None and runtime.settings(session.group_id).read_committed:
+                fetch_end = unified.last_stable_offset()
                 ranges, records = acquire_committed(
                     share, unified, session.member_id, now, max_records, max_bytes, whole_batches
                 )
@@ -160,6 +172,7 @@ def _acquire_once(
             answers.setdefault(key, _partition(ctx, index))["error_code"] = int(ErrorCode.KAFKA_STORAGE_ERROR)
             continue
         if not ranges:
+            read_on = read_on or (share.end_offset > before and more_to_read(share, fetch_end))
             continue
         acquired_any = True
         runtime.notify_lock_added(now + share.config.record_lock_duration_ms)
@@ -171,7 +184,7 @@ def _acquire_once(
         ]
         max_records -= sum(r.last_offset - r.first_offset + 1 for r in ranges)
         max_bytes -= len(records)
-    return acquired_any
+    return acquired_any, read_on
 
 
 def _partition(ctx: RequestContext, index: int, error: ErrorCode = ErrorCode.NONE) -> dict[str, Any]:

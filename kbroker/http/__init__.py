@@ -8,6 +8,7 @@
   rest/             REST Proxy v2 (topics, produce, consumer instances), on broker internals
   queues.py         queue streaming over WebSocket on the share-group engine
   explain.py        /v1/explain/groups and /v1/explain/transactions
+  vq.py             virtual queues with named consumers (/v1/vq) on kbroker/vq
 
 Off unless `kbroker.http.listeners` is set; the server imports this package only then, so aiohttp
 and prometheus_client cost nothing at start-up otherwise. The server calls

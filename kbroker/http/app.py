@@ -17,6 +17,8 @@ from kbroker.http.request_stats import RequestStats
 from kbroker.http.rest import add_rest_routes
 from kbroker.http.rest.errors import RestError, error_response
 from kbroker.http.traffic import TopicTraffic
+from kbroker.http.vq import VqRoutes
+from kbroker.vq import VirtualQueues, VqConfig
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -55,6 +57,8 @@ class HttpGateway:
         app.router.add_get("/metrics", self.metrics)
         self.consumers = add_rest_routes(app, self.broker)
         app.router.add_get("/v1/queues/ws", queue_socket)
+        self.virtual_queues = VirtualQueues(self.broker.logs, _vq_config(self.broker), self.broker.clock.wall_ms)
+        VqRoutes(self.virtual_queues, self.broker.fetch_waiters.wait).add_to(app)
         explain = Explain(self.broker)
         app.router.add_get("/v1/explain/groups", explain.groups)
         app.router.add_get("/v1/explain/transactions", explain.transactions)
@@ -67,6 +71,7 @@ class HttpGateway:
 
     async def start(self, sockets: list[socket.socket]) -> None:
         self.consumers.start()
+        self.virtual_queues.start()
         self._runner = web.AppRunner(self.app, access_log=None, handle_signals=False)
         await self._runner.setup()
         for sock in sockets:
@@ -81,6 +86,7 @@ class HttpGateway:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        await self.virtual_queues.stop()  # after the last request: its checkpoint covers every append
 
     # -- /health, /ready, /metrics -------------------------------------------------
     async def health(self, request: web.Request) -> web.Response:
@@ -102,6 +108,16 @@ class HttpGateway:
 
     async def metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=render(self.registry), headers={"Content-Type": CONTENT_TYPE})
+
+
+def _vq_config(broker: Broker) -> VqConfig:
+    config = broker.config
+    return VqConfig(
+        topic=config.get_str("kbroker.vq.topic"),
+        partitions=config.get_int("kbroker.vq.topic.partitions"),
+        positions_topic=config.get_str("kbroker.vq.positions.topic"),
+        checkpoint_interval_ms=config.get_int("kbroker.vq.index.checkpoint.interval.ms"),
+    )
 
 
 def _runtime_active(broker: Broker, which: str) -> bool:

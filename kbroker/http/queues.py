@@ -6,9 +6,12 @@ acquires records from every partition of the topics, so each record goes to one 
 time, under the group's acquisition lock and delivery-count limit. Flow control is credit: the
 client grants how many un-acknowledged messages it may hold; messages are pushed while it has
 credit. Each message is acknowledged (`ack`), released (`release`: redelivered) or rejected
-(`reject`: archived) by its id. Disconnecting releases whatever was not acknowledged. The same
-socket produces (`produce`, answered with its offset). Frames are JSON text; docs/gateway.md
-has the format.
+(`reject`: archived) by its id. Closing the socket (a close frame) releases whatever was not
+acknowledged; a socket lost without one (network, a killed client) leaves its messages locked to
+its consumer id until their acquisition locks expire, as a Kafka share consumer that vanished: a
+reconnect presenting that id within that time gets them again (same ids, same delivery counts)
+and may settle them. The same socket produces (`produce`, answered with its offset). Frames are
+JSON text; docs/gateway.md has the format.
 """
 
 from __future__ import annotations
@@ -27,11 +30,11 @@ from aiohttp import WSMsgType, web
 
 from kbroker.http.auth import may_write
 from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
-from kbroker.http.rest.partitioner import partition_for_key
 from kbroker.http.rest.produce import append_records
 from kbroker.log import KafkaStorageError
-from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType
-from kbroker.share.reader import acquire_from_log
+from kbroker.share.partition import AcknowledgementBatch, AcknowledgeType, AcquiredRecords
+from kbroker.share.reader import acquire_from_log, batches_covering
+from protocol.partitioner import partition_for_key
 from protocol.record_builder import SimpleRecord
 from protocol.records import iter_batches
 
@@ -274,6 +277,38 @@ class QueueSession:
             raise unprocessable("a binary frame carries a produce (its value after the JSON header)")
         return await self._produce(header, value)
 
+    def still_held(self) -> list[tuple[str, int, list[AcquiredRecords]]]:
+        """What a previous connection of this consumer id holds still (its locks not expired): per partition."""
+        out: list[tuple[str, int, list[AcquiredRecords]]] = []
+        for topic, index in self.keys():
+            share = self.runtime.partitions.get((self.group, topic, index))
+            if share is None:
+                continue
+            ranges = []
+            for offset in share.acquired_offsets(self.consumer):
+                state = share.state_of(offset)
+                ranges.append(AcquiredRecords(offset, offset, state[1] if state else 1))
+            if ranges:
+                out.append((topic, index, ranges))
+        return out
+
+    async def resend(self, held: list[tuple[str, int, list[AcquiredRecords]]]) -> int:
+        """Send again what a previous connection held (before any new message; credit is not checked)."""
+        sent = 0
+        for topic, index, ranges in held:
+            partition_log = self.broker.logs.get_log(topic, index)
+            if partition_log is None:
+                continue
+            counts = {r.first_offset: r.delivery_count for r in ranges}
+            for batch in iter_batches(batches_covering(partition_log, ranges)):
+                if batch.is_control:
+                    continue
+                for record in batch.records():
+                    if record.offset in counts:
+                        await self._send_message(topic, index, record, counts[record.offset])
+                        sent += 1
+        return sent
+
     def release_all(self) -> int:
         released = self.runtime.release_member(self.group, self.consumer)
         self.held.clear()
@@ -315,11 +350,22 @@ async def _serve_socket(
     binary = request.query.get("binary", "").lower() in ("1", "true")
     session = QueueSession(broker, runtime, ws, group, topics, consumer, binary)
     session.may_write = lambda topic: may_write(request, broker, topic)
-    await ws.send_str(json.dumps({"type": "welcome", "consumer": consumer, "group": group, "topics": topics}))
-    log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics)
+    held = session.still_held()
+    resumed = sum(len(ranges) for _, _, ranges in held)
+    welcome = {"type": "welcome", "consumer": consumer, "group": group, "topics": topics, "resumed": resumed}
+    await ws.send_str(json.dumps(welcome))
+    await session.resend(held)
+    log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics, resumed=resumed)
     pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")
+    goodbye = False  # lost without a close frame (network, a killed client): what it holds stays locked to its id
     try:
-        async for message in ws:
+        while True:
+            message = await ws.receive()
+            if message.type == WSMsgType.CLOSE:
+                goodbye = True  # the client said goodbye: release at once
+                break
+            if message.type in (WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                break
             if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
                 continue
             try:
@@ -336,10 +382,17 @@ async def _serve_socket(
                 answer = {"type": "error", "error_code": error.code, "message": error.message}
             if answer is not None:
                 await ws.send_str(json.dumps(answer))
+    except asyncio.CancelledError:
+        goodbye = True  # the broker is stopping
+        raise
     finally:
         pusher.cancel()
         with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
             await pusher
-        released = session.release_all()
-        log.info("queue_consumer_disconnected", group=group, consumer=consumer, released=released)
+        if goodbye:
+            released = session.release_all()
+            log.info("queue_consumer_disconnected", group=group, consumer=consumer, released=released)
+        else:
+            log.info("queue_consumer_lost", group=group, consumer=consumer, held=len(session.held),
+                     code=ws.close_code)  # fmt: skip
     return ws

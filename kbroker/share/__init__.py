@@ -6,6 +6,9 @@
   sessions.py     share sessions and their epochs, pure
   state_records.py, state_store.py   the __share_group_state layout; ShareStateStore (write, load, rewrite)
   runtime.py      ShareRuntime: timers, share partitions per group, wake-ups, persistence
+  record_headers.py  kbroker-deliver-at / kbroker-deliver-after-ms / kbroker-tag, read on the share-fetch path
+  tag_filter.py   the grammar of kbroker.share.tag.filter, pure
+  dead_letters.py copies to errors.deadletterqueue.topic.name
 
 Handlers reach the runtime with `share_runtime(ctx.broker)`.
 """
@@ -15,14 +18,28 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kbroker.share.coordinator import ShareCoordinatorConfig
+from kbroker.share.dead_letters import dead_letter_topic_problem
 from kbroker.share.partition import SharePartitionConfig
-from kbroker.share.runtime import ShareRuntime
+from kbroker.share.runtime import DEAD_LETTER_TOPIC, TAG_FILTER, ShareRuntime
+from kbroker.share.tag_filter import TagFilterError, parse_tag_filter
 from protocol.errors import ErrorCode, KafkaProtocolError
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
 
-__all__ = ["ShareRuntime", "share_runtime", "start_share_coordinator"]
+__all__ = ["ShareRuntime", "check_group_config", "share_runtime", "start_share_coordinator"]
+
+
+def check_group_config(name: str, value: str) -> str | None:
+    """Why `value` is refused for the group config `name` (None: accepted), for kbroker's share-group configs."""
+    if name == TAG_FILTER:
+        try:
+            parse_tag_filter(value.strip())
+        except TagFilterError as error:
+            return str(error)
+    elif name == DEAD_LETTER_TOPIC and value.strip():
+        return dead_letter_topic_problem(value.strip())
+    return None
 
 
 def start_share_coordinator(broker: Broker) -> ShareRuntime:

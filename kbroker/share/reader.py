@@ -7,16 +7,28 @@ the last new batch is acquired whole even past `max_records`, so a consumer neve
 batch twice; the record-limit mode (v2's mode 1) stops exactly at `max_records`. The answer carries every batch overlapping an acquired range; a consumer
 skips the records outside the ranges, and acknowledges as GAP acquired offsets with no record
 (control batches, compacted-away offsets).
+
+kbroker's header extensions (record_headers.py) are read here, batch by batch as they are acquired:
+a batch whose records do not contain `kbroker-` costs one search and nothing per record. When all
+the new records one read returns are held for later or refused by the tag filter, the next batches
+are read, up to MAX_READS reads per call (the caller asks again: see `more_to_read`).
 """
 
 from __future__ import annotations
 
+import structlog
+
 from kbroker.log import PartitionLog, UnifiedLog
 from kbroker.log.txn_index_file import AbortedTxn
 from kbroker.share.partition import AcquiredRecords, RecordState, SharePartition
-from protocol.records import iter_batches
+from kbroker.share.record_headers import RecordInfo, batch_record_info
+from protocol.errors import InvalidRecordError
+from protocol.records import RecordBatch, iter_batches
+
+logger = structlog.get_logger(__name__)
 
 READ_BYTES = 1024 * 1024
+MAX_READS = 8
 
 
 def acquire_from_log(
@@ -31,20 +43,65 @@ def acquire_from_log(
 ) -> tuple[list[AcquiredRecords], bytes]:
     """Acquire up to `max_records` for `member_id`: (acquired ranges, the record batches holding them)."""
     end = log.high_watermark if fetch_end is None else fetch_end
-    start = partition.end_offset
-    limit = start
-    if start < end and partition.in_flight < partition.config.max_record_locks:
-        data = log.read(start, max(1, min(max_bytes, READ_BYTES)), max_offset=end).read()
-        wanted = start + max_records
-        for batch in iter_batches(data):
-            limit = batch.next_offset
-            if whole_batches and limit >= wanted:
-                break
-        limit = min(limit, end)
-        if whole_batches and limit > wanted:
-            max_records += limit - wanted  # the last batch whole
-    ranges = partition.acquire(member_id, now, max_records, limit)
+    if partition.needs_resolve:
+        resolve_restored(partition, log, now)
+    ranges: list[AcquiredRecords] = []
+    for reads in range(MAX_READS):
+        start = partition.end_offset
+        limit = start
+        info: dict[int, RecordInfo] = {}
+        wanted_records = max_records
+        if start < end and partition.in_flight < partition.config.max_record_locks:
+            data = log.read(start, max(1, min(max_bytes, READ_BYTES)), max_offset=end).read()
+            wanted = start + max_records
+            for batch in iter_batches(data):
+                limit = batch.next_offset
+                if limit > start:
+                    _read_headers(batch, info)
+                # after a read that gave nothing (all held or refused), the whole read is looked at
+                if whole_batches and limit >= wanted and not reads:
+                    break
+            limit = min(limit, end)
+            if whole_batches and limit > wanted and not reads:
+                wanted_records += limit - wanted  # the last batch whole
+        ranges += partition.acquire(member_id, now, wanted_records, limit, info)
+        if ranges or partition.end_offset == start or partition.end_offset >= end:
+            break
     return ranges, batches_covering(log, ranges) if ranges else b""
+
+
+def more_to_read(partition: SharePartition, fetch_end: int) -> bool:
+    """Whether an acquire that returned nothing may still find records below `fetch_end` without waiting for an
+    append (it read records that were all held or archived, and stopped at MAX_READS)."""
+    return partition.end_offset < fetch_end and partition.in_flight < partition.config.max_record_locks
+
+
+def _read_headers(batch: RecordBatch, info: dict[int, RecordInfo]) -> None:
+    try:
+        info.update(batch_record_info(batch))
+    except InvalidRecordError as error:  # delivered as it is; the consumer sees the same bytes
+        logger.warning("share_record_headers_unreadable", offset=batch.base_offset, error=str(error))
+
+
+def resolve_restored(partition: SharePartition, log: PartitionLog, now: int) -> None:
+    """After a restart: read again the headers of the held records the persisted state named (their delivery
+    times and tags are not persisted)."""
+    offsets = partition.unresolved()
+    info: dict[int, RecordInfo] = {}
+    if not offsets:  # deleted from the log meanwhile
+        partition.resolve(info, now)
+        return
+    position, last = max(offsets[0], log.log_start_offset), offsets[-1]
+    while position <= last and position < log.log_end_offset:
+        data = log.read(position, READ_BYTES).read()
+        before = position
+        for batch in iter_batches(data):
+            if batch.next_offset > position:
+                _read_headers(batch, info)
+                position = batch.next_offset
+        if position == before:
+            break
+    partition.resolve(info, now)
 
 
 def batches_covering(log: PartitionLog, ranges: list[AcquiredRecords]) -> bytes:
@@ -83,14 +140,17 @@ def acquire_committed(
     records of aborted transactions (they are never delivered; their batches are left out of the answer).
     Control batches stay acquired: the consumer acknowledges them as GAP."""
     log = unified.local
+    first_new = partition.end_offset
     ranges, _ = acquire_from_log(
         partition, log, member_id, now, max_records, max_bytes, unified.last_stable_offset(), whole_batches
     )
-    if not ranges:
-        return ranges, b""
-    aborted = unified.collect_aborted(ranges[0].first_offset, ranges[-1].last_offset + 1)
+    span_end = partition.end_offset  # new records were read up to here: acquired, held or archived
+    low = min([first_new] + [r.first_offset for r in ranges])
+    if low >= span_end:
+        return ranges, batches_covering(log, ranges) if ranges else b""
+    aborted = unified.collect_aborted(low, span_end)
     if aborted:
-        data = batches_covering(log, ranges)
+        data = batches_covering(log, [AcquiredRecords(low, span_end - 1, 0)])
         for batch in iter_batches(data):
             if (
                 batch.is_transactional

@@ -2,8 +2,10 @@
 
 It holds the membership coordinator, the share sessions and one SharePartition per
 (group, topic, partition); one timer task calls the coordinator's `tick` and expires
-acquisition locks at the next deadline, releases what removed members held, and wakes
-share fetches waiting on partitions whose records became available again.
+acquisition locks at the next deadline, releases held records whose delivery time came
+(delayed delivery), releases what removed members held, and wakes share fetches waiting on
+partitions whose records became available again. Dead letters are copied to the group's
+dead-letter topic before the state that archives them is written (dead_letters.py).
 Everything runs on the event loop thread.
 """
 
@@ -17,11 +19,14 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kbroker.log import KafkaStorageError
 from kbroker.share.coordinator import HeartbeatRequest, HeartbeatResult, ShareCoordinatorConfig, ShareGroupCoordinator
+from kbroker.share.dead_letters import DeadLetterTopicMissing, copy_dead_letters
 from kbroker.share.partition import SharePartition, SharePartitionConfig
 from kbroker.share.sessions import ShareSessions
 from kbroker.share.state_records import ShareState, StateKey
 from kbroker.share.state_store import ShareStateStore
+from kbroker.share.tag_filter import TagFilter, TagFilterError, parse_tag_filter
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
@@ -31,6 +36,8 @@ log = structlog.get_logger(__name__)
 
 EARLIEST = "earliest"
 LATEST = "latest"
+TAG_FILTER = "kbroker.share.tag.filter"
+DEAD_LETTER_TOPIC = "errors.deadletterqueue.topic.name"
 
 GroupPartition = tuple[str, str, int]  # (group id, topic, partition)
 
@@ -46,6 +53,7 @@ class ShareGroupSettings:
     partition: SharePartitionConfig
     auto_offset_reset: str = LATEST
     read_committed: bool = False  # share.isolation.level
+    dead_letter_topic: str | None = None  # errors.deadletterqueue.topic.name
 
 
 class ShareRuntime:
@@ -67,6 +75,7 @@ class ShareRuntime:
         self.sessions = ShareSessions()
         self.partitions: dict[GroupPartition, SharePartition] = {}
         self._dirty: set[GroupPartition] = set()
+        self._copying: dict[GroupPartition, asyncio.Event] = {}  # dead letters being copied, per share partition
         self._topic_ids: dict[GroupPartition, bytes | None] = {}  # the topic id each share partition belongs to
         self.active = False
         self._wake = asyncio.Event()
@@ -81,15 +90,19 @@ class ShareRuntime:
         if not overrides:
             return ShareGroupSettings(self.partition_config)
         base = self.partition_config
+        dead_letter_topic = overrides.get(DEAD_LETTER_TOPIC, "").strip() or None
         partition = SharePartitionConfig(
             record_lock_duration_ms=int(overrides.get("share.record.lock.duration.ms", base.record_lock_duration_ms)),
             delivery_count_limit=int(overrides.get("share.delivery.count.limit", base.delivery_count_limit)),
             max_record_locks=int(overrides.get("share.partition.max.record.locks", base.max_record_locks)),
+            tag_filter=_tag_filter(group_id, overrides.get(TAG_FILTER, "")),
+            dead_letters=dead_letter_topic is not None,
         )
         return ShareGroupSettings(
             partition,
             overrides.get("share.auto.offset.reset", LATEST).strip(),
             overrides.get("share.isolation.level", "read_uncommitted").strip() == "read_committed",
+            dead_letter_topic,
         )
 
     def _coordinator_config(self, group_id: str) -> ShareCoordinatorConfig:
@@ -135,6 +148,7 @@ class ShareRuntime:
             self._topic_ids[key] = self._topic_id(topic)
             start = self._reset_offset(partition_log, settings.auto_offset_reset)
             partition = self.partitions[key] = SharePartition(start, settings.partition)
+            partition.on_hold = self.notify_lock_added
             self.coordinator.ensure_group(group_id)
             self._dirty.add(key)  # the start offset chosen now must survive a restart
             self._persist_later()
@@ -179,6 +193,7 @@ class ShareRuntime:
         partition = self.partitions.get(key)
         if partition is None or self._topic_ids.get(key) != self._topic_id(topic):
             partition = self.partitions[key] = SharePartition(start, self.settings(group_id).partition)
+            partition.on_hold = self.notify_lock_added
             self._topic_ids[key] = self._topic_id(topic)
         partition.reset(start)
         self.coordinator.ensure_group(group_id)
@@ -227,6 +242,7 @@ class ShareRuntime:
         keys = [key for key in self._dirty if group_id is None or key[0] == group_id]
         if not keys:
             return
+        await self._copy_dead_letters(keys)  # before the state that archives them: at least once
         self._dirty.difference_update(keys)
         states: dict[StateKey, ShareState | None] = {}
         for group, topic, index in keys:
@@ -244,6 +260,46 @@ class ShareRuntime:
             self._dirty.update(keys)  # written again with the next change
             raise
 
+    async def _copy_dead_letters(self, keys: list[GroupPartition]) -> None:
+        """Copy the dead letters of these share partitions to their groups' dead-letter topics, durably; a copy
+        under way for one of them (another persist) is waited for, so no state archiving a record is written
+        before its copy. On a storage failure the letters are kept for the next write, which is refused until
+        they are copied."""
+        for key in keys:
+            while (running := self._copying.get(key)) is not None:
+                await running.wait()
+        for key in keys:
+            partition = self.partitions.get(key)
+            if partition is None or not partition.dead_letters:
+                continue
+            letters, partition.dead_letters = partition.dead_letters, []
+            group, topic, index = key
+            target = self.settings(group).dead_letter_topic
+            if target is None:
+                continue  # the group's dead-letter topic was unset meanwhile
+            done = self._copying[key] = asyncio.Event()
+            try:
+                copied = await copy_dead_letters(self.broker, group, topic, index, letters, target, self.clock())
+                log.info(
+                    "share_dead_letters_copied", group=group, topic=topic, partition=index, to=target, records=copied
+                )
+            except DeadLetterTopicMissing:
+                log.warning(
+                    "share_dead_letters_dropped",
+                    group=group,
+                    topic=topic,
+                    partition=index,
+                    records=len(letters),
+                    reason=f"{target} does not exist and auto.create.topics.enable is false",
+                )
+            except Exception as error:
+                partition.dead_letters[:0] = letters
+                self._dirty.add(key)
+                raise KafkaStorageError(f"copying dead letters to {target} failed: {error}") from error
+            finally:
+                del self._copying[key]
+                done.set()
+
     def load(self) -> None:
         """Rebuild every share partition from __share_group_state (before the listener opens)."""
         began = time.monotonic()
@@ -257,7 +313,10 @@ class ShareRuntime:
             self.partitions[(key.group_id, topic, key.partition)] = SharePartition.restore(
                 state.start_offset, list(state.batches), config
             )
+            self.partitions[(key.group_id, topic, key.partition)].on_hold = self.notify_lock_added
             self._topic_ids[(key.group_id, topic, key.partition)] = key.topic_id
+            if self.partitions[(key.group_id, topic, key.partition)].dead_letters:
+                self._dirty.add((key.group_id, topic, key.partition))  # archived at the limit while restoring
             self.coordinator.ensure_group(key.group_id)
             loaded += 1
         log.info(
@@ -306,8 +365,12 @@ class ShareRuntime:
         self.coordinator.tick(now)
         for (group, topic, index), partition in self.partitions.items():
             deadline = partition.next_deadline()
-            if deadline is not None and deadline <= now and partition.expire_locks(now):
+            if deadline is None or deadline > now:
+                continue
+            if partition.expire_locks(now):
                 self._dirty.add((group, topic, index))
+                self._wake_fetches(topic, index)
+            if partition.release_due(now):  # (also drops stale entries: their deadlines would come back)
                 self._wake_fetches(topic, index)
         self._evict_idle_sessions(now)
         self._after_change()
@@ -331,10 +394,11 @@ class ShareRuntime:
             deadlines.append(self.clock() + self.coordinator.config.session_timeout_ms)
         return min(deadlines) if deadlines else None
 
-    def notify_lock_added(self, deadline: int) -> None:
-        """New acquisition locks until `deadline`: the timer is woken only if it sleeps past it (most
-        acquisitions lock until later than an earlier one, so a busy ShareFetch path rarely wakes it)."""
-        if self._sleeping_until is None or deadline < self._sleeping_until:
+    def notify_lock_added(self, deadline: int | None) -> None:
+        """New acquisition locks or held records until `deadline` (share partitions call it for the records they
+        hold, whoever acquires: ShareFetch or the HTTP gateway): the timer is woken only if it sleeps past it
+        (most acquisitions lock until later than an earlier one, so a busy ShareFetch path rarely wakes it)."""
+        if deadline is not None and (self._sleeping_until is None or deadline < self._sleeping_until):
             self._wake.set()
 
     async def _run_timers(self) -> None:
@@ -351,6 +415,7 @@ class ShareRuntime:
     def start(self) -> None:
         self.active = True
         self._task = asyncio.get_running_loop().create_task(self._run_timers(), name="share-group-timers")
+        self._persist_later()  # dead letters found while loading
 
     async def stop(self) -> None:
         self.active = False
@@ -363,3 +428,14 @@ class ShareRuntime:
             await self.persist()
         except Exception as error:  # noqa: BLE001 - a restart redelivers what was not written
             log.error("share_state_write_failed", error=str(error))
+
+
+def _tag_filter(group_id: str, text: str) -> TagFilter | None:
+    try:
+        return parse_tag_filter(text.strip())
+    except TagFilterError as error:  # refused when altered; a bad stored value delivers nothing rather than all
+        log.warning("share_tag_filter_invalid", group=group_id, error=str(error))
+        return _NOTHING
+
+
+_NOTHING = TagFilter("", ("&&", "a", ("!", "a")))  # matches no record

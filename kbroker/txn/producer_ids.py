@@ -10,6 +10,7 @@ replaced atomically (temp file, fsync, rename, fsync of the directory).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -34,6 +35,8 @@ class ProducerIdManager:
     def __init__(self, data_dir: Path | str, block_size: int = BLOCK_SIZE) -> None:
         self.path = Path(data_dir) / BLOCK_FILE
         self.block_size = block_size
+        # cluster mode: blocks come from the cluster (ZooKeeper), unique across brokers, instead of the file
+        self.block_source: Callable[[], tuple[int, int] | None] | None = None
         self._next = 0
         self._block_end = -1  # last id of the current block; nothing allocated yet
         self._last_persisted_end = self._read_last_block_end()
@@ -59,6 +62,12 @@ class ProducerIdManager:
         return producer_id
 
     def _allocate_block(self) -> None:
+        if self.block_source is not None:
+            block = self.block_source()
+            if block is None:
+                raise KafkaStorageError("no producer id block from the cluster yet")
+            self._next, self._block_end = block
+            return
         start = self._last_persisted_end + 1
         end = start + self.block_size - 1
         record = {"version": FORMAT_VERSION, "block_start": start, "block_end": end}

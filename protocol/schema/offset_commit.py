@@ -5,7 +5,7 @@ from protocol.schema.types import F, request, response
 REQUEST = request(
     "OffsetCommitRequest",
     8,
-    "2-8",
+    "2-10",
     "8+",
     [
         F("group_id", "string", "0+"),
@@ -19,6 +19,7 @@ REQUEST = request(
             "topics",
             [
                 F("name", "string", "0-9", ignorable=True),
+                F("topic_id", "uuid", "10+", ignorable=True),  # v10 names topics by id
                 F(
                     "partitions",
                     [
@@ -38,7 +39,7 @@ REQUEST = request(
 RESPONSE = response(
     "OffsetCommitResponse",
     8,
-    "2-8",
+    "2-10",
     "8+",
     [
         F("throttle_time_ms", "int32", "3+", ignorable=True),
@@ -46,6 +47,7 @@ RESPONSE = response(
             "topics",
             [
                 F("name", "string", "0-9", ignorable=True),
+                F("topic_id", "uuid", "10+", ignorable=True),
                 F(
                     "partitions",
                     [

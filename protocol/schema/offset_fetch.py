@@ -5,7 +5,7 @@ from protocol.schema.types import F, request, response
 REQUEST = request(
     "OffsetFetchRequest",
     9,
-    "1-8",
+    "1-10",
     "6+",
     [
         F("group_id", "string", "0-7"),
@@ -23,10 +23,13 @@ REQUEST = request(
             "groups",
             [
                 F("group_id", "string", "8+"),
+                F("member_id", "string", "9+", nullable="9+", default=None, ignorable=True),  # KIP-848 members
+                F("member_epoch", "int32", "9+", default=-1, ignorable=True),
                 F(
                     "topics",
                     [
                         F("name", "string", "8-9", ignorable=True),
+                        F("topic_id", "uuid", "10+", ignorable=True),  # v10 names topics by id
                         F("partition_indexes", "[]int32", "8+"),
                     ],
                     "8+",
@@ -42,7 +45,7 @@ REQUEST = request(
 RESPONSE = response(
     "OffsetFetchResponse",
     9,
-    "1-8",
+    "1-10",
     "6+",
     [
         F("throttle_time_ms", "int32", "3+", ignorable=True),
@@ -73,6 +76,7 @@ RESPONSE = response(
                     "topics",
                     [
                         F("name", "string", "8-9", ignorable=True),
+                        F("topic_id", "uuid", "10+", ignorable=True),  # v10 names topics by id
                         F(
                             "partitions",
                             [

@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Side-by-side benchmark: Apache Kafka and kbroker in turn, same machine, same load generator.
 
-    scripts/bench/run [--rounds 3] [--workloads W1,W2,W3,W4,W5,W6,S1,S2,S3] [--scale 1.0] [--no-docs]
+    scripts/bench/run [--rounds 3] [--workloads W1,W2,W3,W4,W5,W6,W7,E1,CL,S1,S2,S3,S4] [--scale 1.0] [--no-docs]
+                      [--unpinned]
 
 Each round starts Kafka, runs the workloads, stops it, then does the same with kbroker (A, B, A, B).
 Brokers run on core 0, the load generator on core 1 (taskset), for both alike. The load generator
 (scripts/bench/loadgen, Go + franz-go) reads every topic back and fails on any lost, duplicated or
 reordered record; so does this script. Prints median, min, max per figure and the ratio
-kbroker/Kafka, and writes the table into docs/performance.md (unless --no-docs).
+kbroker/Kafka, and writes the table into docs/performance.md (unless --no-docs): pinned runs into the
+bench:results section, --unpinned runs into bench:results-unpinned.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from brokers import REPO, Broker, Kafka, KBroker, environment_note
+from scenarios import CL_DESCRIPTION, S4_DESCRIPTION, cleaner_latency, many_partitions
 from workloads import ALIASES, WARMUP, WORKLOADS, Figure, build_loadgen, run_workload
 
 BROKER_CPUS = "0"
@@ -29,8 +32,7 @@ LOADGEN_CPUS = "1"
 EXTRA_STARTS = 2  # S1: starts per round besides the one the workloads use
 SETTLE_SECONDS = 2.0  # pause before each start: the previous broker's data deletion settles
 DOC = REPO / "docs" / "performance.md"
-BEGIN = "<!-- bench:results:begin -->"
-END = "<!-- bench:results:end -->"
+SECTIONS = {False: "bench:results", True: "bench:results-unpinned"}  # pinned, unpinned: each its own table
 
 S1 = Figure("S1", "S1 start to first ApiVersions answer", "startup_ms", "ms", False, "<= 150 ms")
 S2 = Figure("S2", "S2 idle RSS (1 s after start)", "rss_mib", "MiB", False, "<= 40 MB")
@@ -95,14 +97,16 @@ def extra_starts(kind: type[Broker], samples: Samples) -> None:
 
 
 def recovery(broker: KBroker, samples: Samples) -> None:
-    """S3: kill -9 the broker, start it again on the same data, read its log_recovered events."""
+    """S3: kill -9 the broker, start it again on the same data, read its start-up summary (log_manager_started)."""
     broker.kill()
     broker.log_level = "info"
-    before = len(broker.recovery_events())
+    before = len(broker.start_summaries())
     broker.start()
-    events = broker.recovery_events()[before:]
-    scanned = sum(int(e["bytes_scanned"]) for e in events)
-    seconds = sum(float(e["duration_ms"]) for e in events) / 1000
+    events = broker.start_summaries()[before:]
+    if not events:
+        raise RuntimeError("S3: the restart after kill -9 logged no log_manager_started summary")
+    scanned = int(events[-1]["bytes_recovered"])
+    seconds = float(events[-1]["duration_ms"]) / 1000
     if scanned == 0 or seconds <= 0:
         raise RuntimeError("S3: the restart after kill -9 scanned nothing (was any data written?)")
     samples["S3"][broker.name].append(scanned / seconds / 1e6)
@@ -139,9 +143,14 @@ def summarise(samples: Samples, figures: dict[str, Figure]) -> list[list[str]]:
 def cpu_table(cpu: Samples, figures: dict[str, Figure]) -> str:
     """CPU use during each measured phase (median % of one core): who is the limit."""
     columns = ["kafka broker", "kafka loadgen", "kbroker broker", "kbroker loadgen"]
+    where = (
+        f"the broker has core {BROKER_CPUS}, the load generator core {LOADGEN_CPUS}"
+        if BROKER_CPUS != LOADGEN_CPUS
+        else "unpinned: each may use every core"
+    )
     lines = [
-        "CPU use while each figure was measured (median, % of one core; the broker has core 0, the load"
-        " generator core 1; other processes on this shared machine take the rest):",
+        f"CPU use while each figure was measured (median, % of one core; {where}; other processes on this"
+        " shared machine take the rest):",
         "",
         "| figure | Kafka broker | load generator (vs Kafka) | kbroker | load generator (vs kbroker) |",
         "|---|---|---|---|---|",
@@ -173,10 +182,11 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float) -> str:
+def settings_text(args: argparse.Namespace, selected: list[str], extras: list[str], elapsed: float) -> str:
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
-        f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}`,"
+        f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}"
+        f"{' --unpinned' if args.unpinned else ''}`,"
         f" {elapsed / 60:.1f} min. {environment_note()}.",
         (
             f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
@@ -184,10 +194,15 @@ def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float)
             else f"Unpinned: brokers and load generator may each use every core ({BROKER_CPUS}); order per round:"
         )
         + " Apache Kafka, then kbroker, each on a fresh data dir. Every record of every workload was read back and"
-        " checked (sequence, offset, size). Before the measured workloads each broker gets an untimed warm-up"
-        " (256 Ki records of 1 KiB with acks=all, then 3 s of unbatched produce) so the JVM has compiled its"
-        " hot paths. S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one."
-        " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
+        " checked (sequence, offset, size)."
+        + (
+            " Before the measured workloads each broker gets an untimed warm-up (256 Ki records of 1 KiB with"
+            " acks=all, then 3 s of unbatched produce) so the JVM has compiled its hot paths."
+            if selected or "CL" in extras
+            else ""
+        )
+        + (" S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one." if "S1" in extras else "")
+        + " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
         " Machine load average at the end: " + load_average() + ".",
         "",
         "Workloads as run:",
@@ -195,6 +210,10 @@ def settings_text(args: argparse.Namespace, selected: list[str], elapsed: float)
     ]
     for name in selected:
         lines.append(f"- {name}: {WORKLOADS[name].description}")
+    if "CL" in extras:
+        lines.append(f"- CL: {CL_DESCRIPTION}")
+    if "S4" in extras:
+        lines.append(f"- S4: {S4_DESCRIPTION}")
     return "\n".join(lines)
 
 
@@ -202,13 +221,14 @@ def load_average() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def write_doc(text: str) -> None:
+def write_doc(text: str, unpinned: bool) -> None:
+    begin, end = f"<!-- {SECTIONS[unpinned]}:begin -->", f"<!-- {SECTIONS[unpinned]}:end -->"
     doc = DOC.read_text()
-    if BEGIN not in doc or END not in doc:
-        raise RuntimeError(f"{DOC} has no {BEGIN} ... {END} section")
-    head, rest = doc.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+    if begin not in doc or end not in doc:
+        raise RuntimeError(f"{DOC} has no {begin} ... {end} section")
+    head, rest = doc.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    DOC.write_text(f"{head}{begin}\n{text}\n{end}{tail}")
 
 
 def parse_selection(spec: str) -> tuple[list[str], list[str]]:
@@ -220,7 +240,7 @@ def parse_selection(spec: str) -> tuple[list[str], list[str]]:
         if name in WORKLOADS:
             if name not in workloads:
                 workloads.append(name)
-        elif name in ("S1", "S2", "S3"):
+        elif name in ("S1", "S2", "S3", "S4", "CL"):
             extras.append(name)
         else:
             raise SystemExit(f"unknown workload {name}")
@@ -230,8 +250,13 @@ def parse_selection(spec: str) -> tuple[list[str], list[str]]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,S1,S2,S3")
-    parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts of W1, W2, W6")
+    parser.add_argument("--workloads", default="W1,W2,W3,W4,W5,W6,W7,E1,CL,S1,S2,S3,S4")
+    parser.add_argument(
+        "--scale",
+        type=float,
+        default=1.0,
+        help="multiply the record counts of W1, W2, W6, the durations of W7, E1, CL and S4's partitions (at most 1)",
+    )
     parser.add_argument("--brokers", default="kafka,kbroker", help="which to run (default both)")
     parser.add_argument("--no-docs", action="store_true", help="do not write docs/performance.md")
     parser.add_argument(
@@ -252,25 +277,39 @@ def main(argv: list[str] | None = None) -> int:
     samples: Samples = defaultdict(lambda: defaultdict(list))
     cpu: Samples = defaultdict(lambda: defaultdict(list))  # figure -> "kafka broker" etc. -> % of one core
     figures: dict[str, Figure] = {}
-    kinds = {"kafka": Kafka, "kbroker": KBroker}
+    scenario_figures: dict[str, Figure] = {}
+
+    def record(figure: Figure, broker: str, value: float) -> None:
+        scenario_figures[figure.name] = figure
+        samples[figure.name][broker].append(value)
+
+    kinds: dict[str, type[Broker]] = {"kafka": Kafka, "kbroker": KBroker}
     for round_no in range(1, args.rounds + 1):
         for name in args.brokers.split(","):
             note(f"round {round_no}/{args.rounds}: {name}")
             if "S1" in extras:
                 extra_starts(kinds[name], samples)
-            time.sleep(SETTLE_SECONDS)
-            one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures, cpu)
+            if selected or {"S1", "S2", "S3"} & set(extras):
+                time.sleep(SETTLE_SECONDS)
+                one_broker(kinds[name](BROKER_CPUS), selected, extras, args.scale, samples, figures, cpu)
+            for extra, scenario in (("CL", cleaner_latency), ("S4", many_partitions)):
+                if extra in extras:
+                    time.sleep(SETTLE_SECONDS)
+                    scenario(kinds[name], BROKER_CPUS, LOADGEN_CPUS, args.scale, record)
     ordered = {f.name: f for f in (S1, S2)}
     ordered.update(figures)
+    ordered.update(scenario_figures)
     if "S3" in extras:
         ordered.update({S3.name: S3, S3_RESTART.name: S3_RESTART})
     ordered = {k: v for k, v in ordered.items() if k in samples}
-    text = settings_text(args, selected, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    text = (
+        settings_text(args, selected, extras, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
+    )
     text += "\n\n" + cpu_table(cpu, figures)
     print()
     print(text)
     if not args.no_docs:
-        write_doc(text)
+        write_doc(text, args.unpinned)
         note(f"wrote {DOC}")
     return 0
 

@@ -71,12 +71,14 @@ class Broker:
 
     name = "broker"
 
-    def __init__(self, cpus: str) -> None:
+    def __init__(self, cpus: str, settings: dict[str, str] | None = None) -> None:
         self.cpus = cpus
+        self.settings = dict(settings or {})  # broker settings besides the defaults, Kafka's names
         self.port = free_port()
         self.workdir = Path(tempfile.mkdtemp(prefix=f"bench-{self.name}-"))
         self.process: subprocess.Popen[bytes] | None = None
         self.startup_ms = 0.0
+        self.started_unix_ms = 0.0  # wall clock at the last start's exec (to compare with the load generator's)
 
     @property
     def bootstrap(self) -> str:
@@ -92,6 +94,7 @@ class Broker:
         """Start the process and wait for its first ApiVersions answer; records startup_ms."""
         log = open(self.workdir / "broker.log", "ab")  # noqa: SIM115 - the child keeps it
         started = time.monotonic()
+        self.started_unix_ms = time.time() * 1000
         self.process = subprocess.Popen(
             ["taskset", "-c", self.cpus, *self.command()],
             stdout=log,
@@ -108,6 +111,10 @@ class Broker:
     def rss_mib(self) -> float:
         assert self.process is not None
         return rss_mib(self.process.pid)
+
+    def data_dir(self) -> Path:
+        """The log directory (Kafka's log.dirs, kbroker's --data-dir)."""
+        return self.workdir / "data"
 
     def kill(self) -> None:
         """An unclean stop (SIGKILL)."""
@@ -138,8 +145,8 @@ class Broker:
 class Kafka(Broker):
     name = "kafka"
 
-    def __init__(self, cpus: str) -> None:
-        super().__init__(cpus)
+    def __init__(self, cpus: str, settings: dict[str, str] | None = None) -> None:
+        super().__init__(cpus, settings)
         ensure_jars(KAFKA_VERSION)
         self.controller_port = free_port()
         self.config = self.workdir / "server.properties"
@@ -172,6 +179,7 @@ class Kafka(Broker):
                 "transaction.state.log.min.isr=1",
                 "share.coordinator.state.topic.replication.factor=1",
                 "share.coordinator.state.topic.min.isr=1",
+                *(f"{key}={value}" for key, value in self.settings.items()),
                 "",
             ]
         )
@@ -199,8 +207,8 @@ class Kafka(Broker):
 class KBroker(Broker):
     name = "kbroker"
 
-    def __init__(self, cpus: str, log_level: str = "warning") -> None:
-        super().__init__(cpus)
+    def __init__(self, cpus: str, settings: dict[str, str] | None = None, log_level: str = "warning") -> None:
+        super().__init__(cpus, settings)
         self.log_level = log_level
 
     def command(self) -> list[str]:
@@ -217,6 +225,7 @@ class KBroker(Broker):
             self.log_level,
             "--log-format",
             "json",
+            *(arg for key, value in self.settings.items() for arg in ("--config", f"{key}={value}")),
         ]
 
     def environment(self) -> dict[str, str]:
@@ -233,11 +242,12 @@ class KBroker(Broker):
     def fsync_topic_configs(self) -> str:
         return "kbroker.fsync.before.ack=true"
 
-    def recovery_events(self) -> list[dict[str, Any]]:
-        """The log_recovered events of the broker's log so far."""
+    def start_summaries(self) -> list[dict[str, Any]]:
+        """The log_manager_started events of the broker's log so far: one a start, with the bytes its
+        recovery scanned (bytes_recovered) and how long loading the logs took (duration_ms)."""
         events = []
         for line in (self.workdir / "broker.log").read_text(errors="replace").splitlines():
-            if '"log_recovered"' in line:
+            if '"log_manager_started"' in line:
                 events.append(json.loads(line))
         return events
 

@@ -5,8 +5,10 @@ G1  REST produce: records/s through POST /topics/{t} (json, `--batch` records pe
     `--clients` concurrent aiohttp clients)
 G2  WebSocket queue: messages/s through one consumer that acknowledges each message (credit 500)
 G3  latency from a REST produce of one record to its delivery on a WebSocket consumer: p50, p99
+G4  virtual queue: records/s published one per POST /v1/vq/{queue} (`--clients` concurrent), then
+    records/s read by a named consumer (GET .../records?max=100, then an ack of next_offset)
 
-  .venv/bin/python scripts/bench/gateway.py [--records 20000] [--batch 100] [--clients 4]
+  .venv/bin/python scripts/bench/gateway.py [--records 20000] [--batch 100] [--clients 4] [--vq-records 5000]
 """
 
 from __future__ import annotations
@@ -107,6 +109,31 @@ async def produce_to_delivery(url: str, topic: str, samples: int) -> list[float]
     return latencies
 
 
+async def virtual_queue(url: str, records: int, clients: int) -> tuple[float, float]:
+    async with aiohttp.ClientSession() as session:
+        per_client = records // clients
+
+        async def publisher(n: int) -> None:
+            for i in range(per_client):
+                async with session.post(f"{url}/v1/vq/bench", data=f"job {n}-{i}".encode()) as r:
+                    assert r.status == 200, await r.text()
+                    await r.read()
+
+        started = time.perf_counter()
+        await asyncio.gather(*(publisher(n) for n in range(clients)))
+        published = per_client * clients / (time.perf_counter() - started)
+        started = time.perf_counter()
+        read = 0
+        while read < per_client * clients:
+            async with session.get(f"{url}/v1/vq/bench/records?consumer=worker&max=100") as r:
+                body = await r.json()
+            read += len(body["records"])
+            ack = {"consumer": "worker", "offset": body["next_offset"]}
+            async with session.post(f"{url}/v1/vq/bench/ack", json=ack) as r:
+                assert r.status == 200, await r.text()
+        return published, read / (time.perf_counter() - started)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--records", type=int, default=20000)
@@ -114,6 +141,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=4)
     parser.add_argument("--ws-messages", type=int, default=5000)
     parser.add_argument("--latency-samples", type=int, default=300)
+    parser.add_argument("--vq-records", type=int, default=5000)
     args = parser.parse_args()
     port, http_port = free_port(), free_port()
     url = f"http://127.0.0.1:{http_port}"
@@ -134,6 +162,11 @@ def main() -> None:
             p99 = latencies[int(len(latencies) * 0.99) - 1] * 1000
             print(
                 f"G3 REST produce -> WebSocket delivery ({len(latencies)} samples): p50 {p50:.1f} ms, p99 {p99:.1f} ms"
+            )
+            published, consumed = asyncio.run(virtual_queue(url, args.vq_records, args.clients))
+            print(
+                f"G4 virtual queue: {published:,.0f} records/s published (one per request, {args.clients} clients), "
+                f"{consumed:,.0f} records/s read by a named consumer (100 per read, one ack per read)"
             )
         finally:
             proc.terminate()

@@ -1,4 +1,4 @@
-"""The workloads W1-W6 as loadgen invocations, and the figures each one yields."""
+"""The workloads W1-W7 and E1 as loadgen invocations, and the figures each one yields."""
 
 from __future__ import annotations
 
@@ -86,7 +86,78 @@ W6 = Workload(
     fsync_topic=True,
 )
 
-WORKLOADS = {w.name: w for w in (W1, W2, W3, W5, W6)}
+W7 = Workload(
+    "W7",
+    "many clients: 50 producers (10 records/s each, 1 KiB, acks=all, idempotent, linger 0) and 50 consumers,"
+    " each its own client, one partition each of a 50-partition topic, for 3 s + 30 s; ack latency ="
+    " acknowledgement - send, end-to-end = arrival at the consumer - send, of the records sent from 3 s on (or"
+    " from 1 s after the last producer's first acknowledgement, if later); first ack = from the common start"
+    " (all clients created then) to each producer's first acknowledgement",
+    (
+        "-mode",
+        "many",
+        "-clients",
+        "50",
+        "-rate",
+        "10",
+        "-warm",
+        "3s",
+        "-duration",
+        "30s",
+        "-size",
+        "1024",
+        "-acks",
+        "all",
+    ),
+    (
+        Figure("W7 ack p50", "W7 produce ack p50", "ack_p50_ms", "ms", False),
+        Figure("W7 ack p99", "W7 produce ack p99", "ack_p99_ms", "ms", False, "<= Kafka"),
+        Figure("W7 ack p999", "W7 produce ack p99.9", "ack_p999_ms", "ms", False),
+        Figure("W7 e2e p50", "W7 end-to-end p50", "e2e_p50_ms", "ms", False),
+        Figure("W7 e2e p99", "W7 end-to-end p99", "e2e_p99_ms", "ms", False, "<= Kafka"),
+        Figure("W7 e2e p999", "W7 end-to-end p99.9", "e2e_p999_ms", "ms", False),
+        Figure("W7 first ack", "W7 start to every producer's first ack", "first_ack_max_ms", "ms", False),
+    ),
+    scale_keys=("-duration",),
+)
+E1 = Workload(
+    "E1",
+    "broker CPU per record: 20 topics x 4 partitions, 4 producers (each owns 20 partitions) writing 2,800"
+    " records/s of 1 KiB in all (acks=all, idempotent, linger 5 ms: about one record per partition and"
+    " batch), 4 consumer groups (one member each) reading every topic; broker CPU time (user + system, all"
+    " threads) over 30 s after 3 s untimed, per 10,000 records produced",
+    (
+        "-mode",
+        "soak",
+        "-topics",
+        "20",
+        "-partitions",
+        "4",
+        "-clients",
+        "4",
+        "-groups",
+        "4",
+        "-rate",
+        "2800",
+        "-size",
+        "1024",
+        "-acks",
+        "all",
+        "-linger",
+        "5ms",
+        "-warm",
+        "3s",
+        "-duration",
+        "30s",
+    ),
+    (
+        Figure("E1", "E1 broker CPU per 10,000 records (80 partitions)", "broker_cpu_s_per_10k", "CPU s", False),
+        Figure("E1 rate", "E1 records/s achieved", "records_per_s", "records/s"),
+    ),
+    scale_keys=("-duration",),
+)
+
+WORKLOADS = {w.name: w for w in (W1, W2, W3, W5, W6, W7, E1)}
 # Untimed, before the measured workloads, so that a JVM has compiled its hot paths (both brokers alike).
 WARMUP = (
     Workload("warm-up batch", "", ("-mode", "batch", "-records", "262144", "-size", "1024", "-acks", "all"), ()),
@@ -108,10 +179,18 @@ def build_loadgen() -> None:
 
 
 def scaled_args(workload: Workload, scale: float) -> list[str]:
-    args = list(workload.args)
-    for key in workload.scale_keys:
+    return scale_args(workload.args, workload.scale_keys, scale)
+
+
+def scale_args(given: tuple[str, ...] | list[str], keys: tuple[str, ...], scale: float) -> list[str]:
+    """Multiply the values of keys by scale: record counts (at least 1,000) and durations ("30s", at least 2 s)."""
+    args = list(given)
+    for key in keys:
         i = args.index(key) + 1
-        args[i] = str(max(1000, int(int(args[i]) * scale)))
+        if args[i].endswith("s"):
+            args[i] = f"{max(2.0, float(args[i][:-1]) * scale):g}s"
+        else:
+            args[i] = str(max(1000, int(int(args[i]) * scale)))
     return args
 
 

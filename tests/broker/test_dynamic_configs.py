@@ -140,6 +140,8 @@ def test_group_configs(raw: RawClient) -> None:
         "share.partition.max.record.locks",
         "share.auto.offset.reset",
         "share.isolation.level",
+        "kbroker.share.tag.filter",
+        "errors.deadletterqueue.topic.name",
     }
     session = configs["consumer.session.timeout.ms"]
     assert (session["value"], session["config_source"], session["read_only"]) == ("45000", DEFAULT, False)
@@ -154,6 +156,10 @@ def test_group_configs(raw: RawClient) -> None:
         ([("consumer.session.timeout.ms", SET, "5000")], ErrorCode.INVALID_CONFIG, "greater than or equal to"),
         ([("consumer.heartbeat.interval.ms", SET, "60000")], ErrorCode.INVALID_CONFIG, "less than or equal to"),
         ([("foo", SET, "1")], ErrorCode.INVALID_CONFIG, "Unknown group config name: foo"),
+        ([("kbroker.share.tag.filter", SET, "a || (b")], ErrorCode.INVALID_CONFIG, "is not closed"),
+        ([("kbroker.share.tag.filter", SET, "a |")], ErrorCode.INVALID_CONFIG, "unexpected character"),
+        ([("errors.deadletterqueue.topic.name", SET, "bad name")], ErrorCode.INVALID_CONFIG, "Invalid value"),
+        ([("errors.deadletterqueue.topic.name", SET, "__consumer_offsets")], ErrorCode.INVALID_CONFIG, "internal"),
     ]:
         result = incremental(raw, GROUP, "g", ops)
         assert result["error_code"] == code and message in result["error_message"], result

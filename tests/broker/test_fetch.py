@@ -390,6 +390,50 @@ def test_response_writer_keeps_the_byte_order(tmp_path: Any, already_buffered: b
     assert drained == (not already_buffered and send_buffer == 4096)  # the slow path was taken
 
 
+def test_small_responses_are_read_and_go_through_the_transport(tmp_path: Any) -> None:
+    """A response with a few KiB of file ranges (a consumer keeping up) is read and handed to the
+    transport, in order, with no direct write and no cork; one with more goes out directly."""
+    from kbroker.log import FileRegion
+    from kbroker.sendfile import DIRECT_MIN_BYTES, FileChunk, ResponseWriter
+
+    content = os.urandom(2 * DIRECT_MIN_BYTES)
+    path = tmp_path / "segment"
+    path.write_bytes(content)
+    ours, theirs = socket.socketpair()
+    ours.setblocking(False)
+    theirs.settimeout(5)
+    corks: list[int] = []
+
+    class Watched:  # the socket, with its setsockopt calls seen (a Unix socket has no TCP_CORK)
+        def fileno(self) -> int:
+            return ours.fileno()
+
+        def setsockopt(self, level: int, option: int, value: int) -> None:
+            corks.append(value)
+
+    transport = _BufferingTransport(ours)
+    transport.get_extra_info = lambda name: Watched() if name == "socket" else None  # type: ignore[method-assign]
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        writer = ResponseWriter(transport)
+        small = DIRECT_MIN_BYTES - 100
+        writer.write([b"head", FileChunk(FileRegion(fd, 3, 1024)), b"mid", FileChunk(FileRegion(fd, 0, small - 1024))])
+        assert bytes(transport.buffered) == b"head" + content[3:1027] + b"mid" + content[: small - 1024]
+        assert corks == []
+        transport.buffered.clear()
+        writer.write([b"big", FileChunk(FileRegion(fd, 0, DIRECT_MIN_BYTES))])  # straight to the socket
+        assert transport.buffered == b""
+        assert corks == [1, 0]
+        received = bytearray()
+        while len(received) < 3 + DIRECT_MIN_BYTES:
+            received += theirs.recv(1 << 16)
+        assert bytes(received) == b"big" + content[:DIRECT_MIN_BYTES]
+    finally:
+        os.close(fd)
+        ours.close()
+        theirs.close()
+
+
 # -- real clients -------------------------------------------------------------------------------
 
 RECORDS = 1000

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import signal
 import socket
@@ -126,6 +127,16 @@ def test_sigterm_stops_cleanly_and_next_start_skips_recovery(tmp_path: Path) -> 
     finally:
         assert second.stop() == 0
     assert "clean_start=true" in second.log_text()
+
+
+def test_start_up_objects_are_frozen_out_of_the_garbage_collector(broker: BrokerProcess) -> None:
+    """The broker process freezes what start-up built (gc.freeze): a full collection, which stops the event
+    loop, then scans only objects made later. The broker serves on as before."""
+    (started,) = [line for line in broker.log_text().splitlines() if "broker_started" in line]
+    frozen = re.search(r"gc_frozen=(\d+)", started)
+    assert frozen is not None and int(frozen.group(1)) > 10_000, started
+    with RawClient(broker.bootstrap) as client:
+        assert client.call(ApiKey.API_VERSIONS, 0, {})["error_code"] == 0
 
 
 def test_kcat_lists_metadata(broker: BrokerProcess) -> None:

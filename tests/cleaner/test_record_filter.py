@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import pytest
+
 from kbroker.cleaner.batch_writer import delete_horizon_ms
 from kbroker.cleaner.offset_map import OffsetMap, build_offset_map
 from kbroker.cleaner.record_filter import LastRecord, RecordFilter
@@ -192,3 +194,17 @@ def test_a_gap_before_the_next_segment_moves_the_maps_end() -> None:
     offset_map = OffsetMap(1 << 16)
     build_offset_map(offset_map, [([RecordBatch(batch(0, (b"a", b"1")))], 50)], 0, [])
     assert offset_map.latest_offset == 49
+
+
+def test_the_gil_is_released_every_64_records_also_across_small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cleaner thread decodes records holding the GIL: it pauses every 64 records so that the event
+    loop thread gets it back at once. Producers' batches are often smaller than 64 records: the count
+    runs across batches (it used to restart at every batch, and a log of small batches never paused)."""
+    import time
+
+    pauses: list[float] = []
+    monkeypatch.setattr(time, "sleep", pauses.append)
+    log = [batch(10 * i, *[(b"k%d" % (i % 7), b"v")] * 10) for i in range(20)]  # 200 records, 10 a batch
+    kept_batches = clean(log)
+    assert len(pauses) == 2 * (200 // 64)  # the key map's pass, then the rewrite's
+    assert {r.key for b in kept_batches for r in b.records()} == {b"k%d" % j for j in range(7)}

@@ -74,7 +74,10 @@ class AiokafkaClient(InProcessGroupOps, Client):
     groups = aiokafka_groups
     to_consumed = Consumed.from_message
     missing: dict[str, str] = field(
-        default_factory=lambda: {"group.cooperative": "aiokafka has only eager assignors (range, roundrobin, sticky)"}
+        default_factory=lambda: {
+            "group.cooperative": "aiokafka has only eager assignors (range, roundrobin, sticky)",
+            "group.consumer_protocol": "aiokafka has only the classic group protocol",
+        }
     )
     op_apis: dict[str, tuple[str, ...]] = field(default_factory=lambda: {"alter_config": ("Metadata", "AlterConfigs")})
 

@@ -35,6 +35,8 @@ API_KEYS: dict[str, int] = {
     "CreatePartitions": 37,
     "IncrementalAlterConfigs": 44,
     "DescribeCluster": 60,
+    "ConsumerGroupHeartbeat": 68,
+    "ConsumerGroupDescribe": 69,
 }
 
 

@@ -68,6 +68,8 @@ CAPABILITIES = (
     "group.kill",  # run a member in a process of its own and kill it (no LeaveGroup)
     "group.cooperative",  # the cooperative-sticky assignor
     "group.static",  # static membership (group.instance.id)
+    "group.consumer_protocol",  # group.protocol=consumer (KIP-848), with broker-side regex subscriptions
+    "group.consumer_static",  # a static member of a KIP-848 group leaves for a while (epoch -2) and comes back
     "consume.read_committed",  # isolation.level=read_committed
 )
 

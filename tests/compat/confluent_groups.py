@@ -39,17 +39,22 @@ class ConfluentMember(ThreadMember):
             "group.id": c.group,
             "enable.auto.commit": False,
             "auto.offset.reset": c.reset,
-            "session.timeout.ms": c.session_timeout_ms,
-            "heartbeat.interval.ms": c.heartbeat_interval_ms,
-            "partition.assignment.strategy": c.assignor or "range,roundrobin",
             "isolation.level": c.isolation,
             "fetch.wait.max.ms": 200,
             "topic.metadata.refresh.interval.ms": 2000,
         }
+        if c.protocol == "consumer":  # KIP-848: the broker owns session, heartbeat and assignment
+            settings["group.protocol"] = "consumer"
+            if c.assignor:
+                settings["group.remote.assignor"] = c.assignor
+        else:
+            settings["session.timeout.ms"] = c.session_timeout_ms
+            settings["heartbeat.interval.ms"] = c.heartbeat_interval_ms
+            settings["partition.assignment.strategy"] = c.assignor or "range,roundrobin"
         if c.instance_id is not None:
             settings["group.instance.id"] = c.instance_id
         self.consumer = Consumer(settings)
-        self.consumer.subscribe([c.topic])
+        self.consumer.subscribe([c.topic if c.topic_regex is None else "^" + c.topic_regex])
 
     def _poll(self) -> tuple[list[Consumed], set[int]]:
         assert self.consumer is not None
@@ -60,7 +65,7 @@ class ConfluentMember(ThreadMember):
                 records.append(self.to_consumed(message))
             elif error.code() != KafkaError._PARTITION_EOF:
                 raise KafkaException(error)
-        return records, {tp.partition for tp in self.consumer.assignment()}
+        return records, {tp.partition for tp in self.consumer.assignment() if tp.topic == self.config.topic}
 
     def _commit(self, offsets: dict[int, int] | None) -> None:
         assert self.consumer is not None

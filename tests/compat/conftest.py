@@ -35,6 +35,15 @@ KBROKER_ARGS = [
     "group.share.record.lock.duration.ms=5000",
     "--config",
     "group.share.heartbeat.interval.ms=1000",
+    # consumer-protocol groups (KIP-848): 1 s heartbeats and 10 s sessions (Apache Kafka: 5 s and 45 s)
+    "--config",
+    "group.consumer.min.heartbeat.interval.ms=1000",
+    "--config",
+    "group.consumer.heartbeat.interval.ms=1000",
+    "--config",
+    "group.consumer.min.session.timeout.ms=6000",
+    "--config",
+    "group.consumer.session.timeout.ms=10000",
 ]
 
 CLIENT_NAMES = [n for n in os.environ.get("KBROKER_COMPAT_CLIENTS", ",".join(FACTORIES)).split(",") if n]

@@ -55,6 +55,8 @@ def member_config(r: dict[str, Any]) -> MemberConfig:
         instance_id=r.get("instance_id"),
         isolation=r.get("isolation", "read_uncommitted"),
         reset=r.get("reset", "earliest"),
+        protocol=r.get("protocol", "classic"),
+        topic_regex=r.get("topic_regex"),
     )
 
 

@@ -48,7 +48,9 @@ class KafkaPythonClient(InProcessGroupOps, Client):
     name: str = "kafka-python"
     groups = kafka_python_groups
     to_consumed = Consumed.from_message
-    missing: dict[str, str] = field(default_factory=dict)
+    missing: dict[str, str] = field(
+        default_factory=lambda: {"group.consumer_protocol": "kafka-python has only the classic group protocol"}
+    )
     op_apis: dict[str, tuple[str, ...]] = field(
         default_factory=lambda: {"produce": ("Metadata", "Produce", "InitProducerId")}
     )

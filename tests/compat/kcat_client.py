@@ -30,6 +30,7 @@ KEY_SEP = b"\x1f"
 RESET = {"earliest": "earliest", "latest": "latest", "none": "error"}
 
 KCAT_MISSING = {
+    "group.consumer_protocol": "kcat's group members are not driven by the suite",
     "produce.timestamp": "kcat cannot set a record timestamp",
     "produce.record_headers": "kcat puts the same -H headers on every record of a run",
     "produce.binary": "kcat reads delimited text on stdin",

@@ -31,6 +31,8 @@ class MemberConfig:
     instance_id: str | None = None
     isolation: str = "read_uncommitted"
     reset: str = "earliest"
+    protocol: str = "classic"  # "consumer": group.protocol=consumer (KIP-848); assignor then names a server assignor
+    topic_regex: str | None = None  # subscribe to this regex (broker-side with the consumer protocol), not the topic
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -42,6 +44,8 @@ class MemberConfig:
             "instance_id": self.instance_id,
             "isolation": self.isolation,
             "reset": self.reset,
+            "protocol": self.protocol,
+            "topic_regex": self.topic_regex,
         }
 
 

@@ -68,12 +68,15 @@ class Compat:
 
     def setup_topic(self, scenario: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
         """Create a fresh topic with kafka-python's admin client (not the client under test)."""
+        return self.setup_topic_named(self.topic(scenario), partitions, configs)
+
+    def setup_topic_named(self, topic: str, partitions: int = 1, configs: dict[str, str] | None = None) -> str:
+        """Create the topic `topic` as setup_topic does."""
         absent = missing_apis(self.advertised, {"CreateTopics", "Metadata"})
         if absent:
             pytest.skip(f"broker does not implement {', '.join(absent)} yet (needed to set up the topic)")
         from kafka.admin import KafkaAdminClient, NewTopic
 
-        topic = self.topic(scenario)
         admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="compat-setup")
         try:
             # Apache Kafka answers CreateTopics before its metadata cache has the topic; a group leader that assigns

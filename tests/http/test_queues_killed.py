@@ -1,5 +1,6 @@
 """A WebSocket queue consumer killed with SIGKILL mid-stream: its un-acknowledged messages are
-redelivered to the other consumers of the group (clients: the `websockets` library, sync and asyncio)."""
+redelivered to the other consumers of the group once their acquisition locks expire (a lost
+connection keeps them for a reconnect until then; clients: the `websockets` library, sync and asyncio)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ while True:
 
 @pytest.fixture(scope="module")
 def http_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[HttpBroker]:
-    process = HttpBroker(tmp_path_factory.mktemp("killed") / "data", "--config", "num.partitions=2").start()
+    process = HttpBroker(tmp_path_factory.mktemp("killed") / "data", "--config", "num.partitions=2",
+                         "--config", "group.share.record.lock.duration.ms=3000").start()  # fmt: skip
     try:
         yield process
     finally:

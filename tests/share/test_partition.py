@@ -130,8 +130,9 @@ def test_member_leaving_releases_only_its_records() -> None:
     sp = SharePartition(0, CONFIG)
     sp.acquire("a", 0, 2, fetch_end=100)
     sp.acquire("b", 0, 2, fetch_end=100)
+    assert sp.acquired_offsets("a") == [0, 1] and sp.acquired_offsets("b") == [2, 3]
     assert sp.release_member("a") == 2
-    assert sp.acquired_by("b") == 2
+    assert sp.acquired_by("b") == 2 and sp.acquired_offsets("a") == []
     assert sp.acquire("c", 0, 5, fetch_end=4) == [AcquiredRecords(0, 1, 2)]
 
 

@@ -2,7 +2,6 @@
 
 errors.py       REST Proxy's error bodies and codes
 body.py         content types, JSON bodies, the binary (base64) and json embedded formats
-partitioner.py  Kafka's murmur2 partitioner for keyed records
 topics.py       GET /topics, /topics/{t}, /topics/{t}/partitions[/{p}]
 produce.py      POST /topics/{t}, /topics/{t}/partitions/{p}
 """

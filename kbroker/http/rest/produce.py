@@ -17,9 +17,9 @@ from aiohttp import web
 
 from kbroker.http.rest.body import embedded_format, encode_embedded, read_json, require_object
 from kbroker.http.rest.errors import KAFKA_ERROR, KAFKA_RETRIABLE_ERROR, partition_not_found, unprocessable
-from kbroker.http.rest.partitioner import partition_for_key
 from kbroker.http.rest.topics import Topics, answer, partition_index
 from kbroker.log import AppendOrigin, KafkaStorageError, RecordTooLargeError
+from protocol.partitioner import partition_for_key
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import RecordBatch
 

@@ -5,6 +5,10 @@
 //	loadgen -mode consume -bootstrap HOST:PORT -topic T -records N -size 1024   (read back a batch run)
 //	loadgen -mode single  -bootstrap HOST:PORT -topic T -duration 10s        (one record per request)
 //	loadgen -mode latency -bootstrap HOST:PORT -topic T -rate 2000 -duration 10s -acks all  (+1 s untimed)
+//	loadgen -mode many    -clients 50 -rate 10 -duration 30s -acks all  (W7: a producer and a consumer per partition)
+//	loadgen -mode cleaner -partitions 2 -rate 1000 -churn-rate 10000 -keys 1000 -topic-configs cleanup.policy=compact,...
+//	loadgen -mode soak    -topics 20 -partitions 4 -clients 4 -groups 4 -rate 3000  (broker CPU per record)
+//	loadgen -mode s4-create / s4-check -topics 100 -partitions 100  (many partitions: create, then check after restarts)
 //
 // Every record value starts with its sequence number (8 bytes, big endian) and its send time
 // (8 bytes, Unix ns); record seq goes to partition seq % partitions, so partition p holds
@@ -31,21 +35,28 @@ import (
 var phaseStart cpuTimes
 
 type options struct {
-	mode       string
-	bootstrap  string
-	topic      string
-	partitions int
-	records    int
-	size       int
-	acks       string
-	linger     time.Duration
-	batchBytes int
-	duration   time.Duration
-	rate       int
-	clients    int
-	configs    string
-	verify     bool
-	brokerPid  int
+	mode             string
+	bootstrap        string
+	topic            string
+	partitions       int
+	records          int
+	size             int
+	acks             string
+	linger           time.Duration
+	batchBytes       int
+	duration         time.Duration
+	rate             int
+	clients          int
+	configs          string
+	verify           bool
+	brokerPid        int
+	warm             time.Duration
+	churnRate        int
+	keys             int
+	topics           int
+	groups           int
+	createBatch      int
+	metadataRequests int
 }
 
 type result struct {
@@ -87,12 +98,42 @@ func main() {
 	flag.StringVar(&o.configs, "topic-configs", "", "k=v,k=v topic configs at creation")
 	flag.BoolVar(&o.verify, "verify", true, "read the topic back and check every record")
 	flag.IntVar(&o.brokerPid, "broker-pid", 0, "broker process whose CPU time to report (0: none)")
+	flag.DurationVar(&o.warm, "warm", 3*time.Second, "untimed start of the cleaner and soak modes")
+	flag.IntVar(&o.churnRate, "churn-rate", 10000, "records/s of many updates per key (cleaner)")
+	flag.IntVar(&o.keys, "keys", 1000, "keys the churn updates (cleaner)")
+	flag.IntVar(&o.topics, "topics", 20, "topics (soak, s4-*), named TOPIC-000, TOPIC-001, ...")
+	flag.IntVar(&o.groups, "groups", 4, "consumer groups reading every topic (soak)")
+	flag.IntVar(&o.createBatch, "create-batch", 10, "topics per CreateTopics request (soak, s4-create)")
+	flag.IntVar(&o.metadataRequests, "metadata-requests", 50, "Metadata requests timed (s4-check)")
 	flag.Parse()
 	if o.size < 16 {
 		die(fmt.Errorf("-size must be at least 16"))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	limit := 10 * time.Minute
+	if strings.HasPrefix(o.mode, "s4-") {
+		limit = 30 * time.Minute // 10,000 partitions: a JVM broker takes minutes to create and to recover them
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
+	if o.mode == "many" {
+		o.partitions = o.clients // one producer and one consumer per partition
+	}
+	modes := map[string]func(context.Context, options) (summary, error){
+		"many": runMany, "cleaner": runCleaner, "soak": runSoak, "s4-create": runS4Create, "s4-check": runS4Check,
+	}
+	if run, ok := modes[o.mode]; ok {
+		if o.mode == "many" || o.mode == "cleaner" {
+			if err := createTopic(ctx, o); err != nil {
+				die(err)
+			}
+		}
+		s, err := run(ctx, o)
+		if err != nil {
+			die(err)
+		}
+		printSummary(s)
+		return
+	}
 	if o.mode != "consume" {
 		if err := createTopic(ctx, o); err != nil {
 			die(err)
@@ -156,11 +197,15 @@ func createTopic(ctx context.Context, o options) error {
 			configs[k] = &v
 		}
 	}
-	resp, err := kadm.NewClient(cl).CreateTopic(ctx, int32(o.partitions), 1, configs, o.topic)
+	admin := kadm.NewClient(cl)
+	resp, err := admin.CreateTopic(ctx, int32(o.partitions), 1, configs, o.topic)
 	if err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
-	return resp.Err
+	if resp.Err != nil {
+		return resp.Err
+	}
+	return waitReady(ctx, admin, []string{o.topic}, o.partitions)
 }
 
 func producerOpts(o options) []kgo.Opt {

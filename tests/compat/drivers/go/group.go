@@ -43,8 +43,26 @@ func balancer(name string) (kgo.GroupBalancer, error) {
 	return nil, fmt.Errorf("unknown assignor %q", name)
 }
 
+func serverBalancer(name string) (kgo.GroupBalancer, error) {
+	switch name {
+	case "", "uniform":
+		return kgo.CooperativeStickyBalancer(), nil
+	case "range":
+		return kgo.RangeBalancer(), nil
+	}
+	return nil, fmt.Errorf("unknown server assignor %q", name)
+}
+
 func memberOpen(req Request) (answer, error) {
-	b, err := balancer(req.Assignor)
+	consumerProtocol := req.Protocol == "consumer"
+	var b kgo.GroupBalancer
+	var err error
+	if consumerProtocol {
+		// KIP-848: the balancer only names the server-side assignor (sticky: uniform, range: range)
+		b, err = serverBalancer(req.Assignor)
+	} else {
+		b, err = balancer(req.Assignor)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -56,10 +74,7 @@ func memberOpen(req Request) (answer, error) {
 	opts := []kgo.Opt{
 		kgo.SeedBrokers(req.Bootstrap),
 		kgo.ConsumerGroup(req.Group),
-		kgo.ConsumeTopics(req.Topic),
 		kgo.Balancers(b),
-		kgo.SessionTimeout(time.Duration(req.SessionTimeoutMs) * time.Millisecond),
-		kgo.HeartbeatInterval(time.Duration(req.HeartbeatIntervalMs) * time.Millisecond),
 		kgo.DisableAutoCommit(),
 		kgo.ConsumeResetOffset(reset),
 		kgo.FetchMaxWait(200 * time.Millisecond),
@@ -68,6 +83,18 @@ func memberOpen(req Request) (answer, error) {
 		kgo.OnPartitionsAssigned(func(_ context.Context, _ *kgo.Client, got map[string][]int32) { m.change(got, true) }),
 		kgo.OnPartitionsRevoked(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { m.change(lost, false) }),
 		kgo.OnPartitionsLost(func(_ context.Context, _ *kgo.Client, lost map[string][]int32) { m.change(lost, false) }),
+	}
+	if req.TopicRegex != nil {
+		opts = append(opts, kgo.ConsumeTopics(*req.TopicRegex), kgo.ConsumeRegex())
+	} else {
+		opts = append(opts, kgo.ConsumeTopics(req.Topic))
+	}
+	if consumerProtocol {
+		opts = append(opts, kgo.ServerSideBalancer())
+	} else {
+		opts = append(opts,
+			kgo.SessionTimeout(time.Duration(req.SessionTimeoutMs)*time.Millisecond),
+			kgo.HeartbeatInterval(time.Duration(req.HeartbeatIntervalMs)*time.Millisecond))
 	}
 	if req.InstanceID != nil {
 		opts = append(opts, kgo.InstanceID(*req.InstanceID))

@@ -43,6 +43,8 @@ type Request struct {
 	HeartbeatIntervalMs int64            `json:"heartbeat_interval_ms"`
 	Assignor            string           `json:"assignor"`
 	InstanceID          *string          `json:"instance_id"`
+	Protocol            string           `json:"protocol"`
+	TopicRegex          *string          `json:"topic_regex"`
 	Isolation           string           `json:"isolation"`
 	Offsets             map[string]int64 `json:"offsets"`
 	TransactionalID     string           `json:"transactional_id"`

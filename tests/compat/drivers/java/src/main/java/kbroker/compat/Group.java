@@ -93,6 +93,8 @@ final class Group {
     /** One member: the consumer is touched only by its own thread. */
     static final class Member implements Runnable {
         final String topic;
+        final String regex; // null: subscribe to the topic by name
+        final boolean consumerProtocol; // group.protocol=consumer (KIP-848): the broker assigns
         final Properties props = new Properties();
         final BlockingQueue<FutureTask<Object>> tasks = new LinkedBlockingQueue<>();
         final CompletableFuture<Void> opened = new CompletableFuture<>();
@@ -105,14 +107,24 @@ final class Group {
 
         Member(String id, JsonNode r) {
             topic = r.path("topic").asText();
+            regex = r.hasNonNull("topic_regex") ? r.path("topic_regex").asText() : null;
+            consumerProtocol = r.path("protocol").asText("classic").equals("consumer");
             props.putAll(Driver.base(r));
             props.put("client.id", "compat-java-" + id);
             props.put("group.id", r.path("group").asText());
             props.put("enable.auto.commit", "false");
             props.put("auto.offset.reset", r.path("reset").asText("earliest"));
-            props.put("session.timeout.ms", r.path("session_timeout_ms").asText());
-            props.put("heartbeat.interval.ms", r.path("heartbeat_interval_ms").asText());
-            props.put("partition.assignment.strategy", ASSIGNORS.get(r.path("assignor").asText("")));
+            if (consumerProtocol) {
+                // the broker owns session, heartbeat and assignment: the client may only name a server assignor
+                props.put("group.protocol", "consumer");
+                if (!r.path("assignor").asText("").isEmpty()) {
+                    props.put("group.remote.assignor", r.path("assignor").asText());
+                }
+            } else {
+                props.put("session.timeout.ms", r.path("session_timeout_ms").asText());
+                props.put("heartbeat.interval.ms", r.path("heartbeat_interval_ms").asText());
+                props.put("partition.assignment.strategy", ASSIGNORS.get(r.path("assignor").asText("")));
+            }
             props.put("isolation.level", r.path("isolation").asText("read_uncommitted"));
             props.put("fetch.max.wait.ms", "200");
             props.put("metadata.max.age.ms", "2000");
@@ -132,7 +144,13 @@ final class Group {
         public void run() {
             try {
                 consumer = new KafkaConsumer<>(props, new ByteArrayDeserializer(), new ByteArrayDeserializer());
-                consumer.subscribe(List.of(topic));
+                if (regex == null) {
+                    consumer.subscribe(List.of(topic));
+                } else if (consumerProtocol) {
+                    subscribeOnBroker(consumer, regex);
+                } else {
+                    consumer.subscribe(java.util.regex.Pattern.compile(regex));
+                }
             } catch (Throwable t) {
                 opened.completeExceptionally(t);
                 return;
@@ -150,7 +168,9 @@ final class Group {
                     }
                     Set<Integer> now = new TreeSet<>();
                     for (TopicPartition tp : consumer.assignment()) {
-                        now.add(tp.partition());
+                        if (tp.topic().equals(topic)) {
+                            now.add(tp.partition());
+                        }
                     }
                     synchronized (buffer) {
                         buffer.addAll(got);
@@ -207,6 +227,13 @@ final class Group {
                 stopped = true;
                 thread.join(30000);
             }
+        }
+
+        /** subscribe(SubscriptionPattern): the regex goes to the broker (kafka-clients 4.x only, hence reflection). */
+        static void subscribeOnBroker(KafkaConsumer<byte[], byte[]> consumer, String regex) throws Exception {
+            Class<?> patternClass = Class.forName("org.apache.kafka.clients.consumer.SubscriptionPattern");
+            Object pattern = patternClass.getConstructor(String.class).newInstance(regex);
+            KafkaConsumer.class.getMethod("subscribe", patternClass).invoke(consumer, pattern);
         }
 
         static void sleep(long ms) {

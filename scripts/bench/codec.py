@@ -3,7 +3,7 @@
 and encode a Fetch response carrying 1 MiB of batches. Records are never touched, so the
 time should not depend on the batch size. Prints microseconds per operation (median of runs).
 
-    .venv/bin/python scripts/bench_codec.py [--runs 7] [--iterations 20000]
+    .venv/bin/python scripts/bench/codec.py [--runs 7] [--iterations 20000]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 """Startup and idle memory (not a test): time from process start to the first ApiVersions
 answer on an empty data dir (S1), and resident memory once idle (S2). Median of runs.
 
-    .venv/bin/python scripts/bench_startup.py [--runs 5]
+    .venv/bin/python scripts/bench/startup.py [--runs 5]
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 API_VERSIONS_V0 = struct.pack(">hhih", 18, 0, 1, 5) + b"bench"
 
 

@@ -9,7 +9,7 @@
    --io-limit): the probe loop runs again while the first cleaning round works, which is told
    by the broker's `log_cleaned` event and the `.cleaned` files in the partition directory.
 
-    .venv/bin/python scripts/bench_cleaner.py [--mb 40] [--keys 2000] [--seconds 5] [--io-limit BYTES]
+    .venv/bin/python scripts/bench/cleaner.py [--mb 40] [--keys 2000] [--seconds 5] [--io-limit BYTES]
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent.parent
 TOPIC = "compacted"
 PROBE = "probe"
 

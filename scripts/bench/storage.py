@@ -6,7 +6,7 @@ same disk measured by dd (conv=fdatasync: one sync at the end; oflag=dsync:
 a sync per 1 MiB write). Page cache is warm for the recovery and read
 figures (dropping caches would disturb other users of the machine).
 
-    .venv/bin/python scripts/bench_log.py [--dir DIR] [--mib 512]
+    .venv/bin/python scripts/bench/storage.py [--dir DIR] [--mib 512]
 """
 
 from __future__ import annotations

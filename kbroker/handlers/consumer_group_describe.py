@@ -1,0 +1,87 @@
+"""ConsumerGroupDescribe (69), versions 0-1: epochs, members, current and target assignments (KIP-848).
+
+A group that is not a consumer-protocol group (unknown, classic, share) gets GROUP_ID_NOT_FOUND,
+as Kafka answers; the admin client then describes classic groups with DescribeGroups.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.consumer_group import Assignment, ConsumerGroup
+from kbroker.handlers._share import topic_id
+from kbroker.handlers.registry import handles
+from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+
+AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+CONSUMER_MEMBER_TYPE = 1  # v1: -1 unknown, 0 classic, 1 consumer
+
+
+@handles(ApiKey.CONSUMER_GROUP_DESCRIBE, "0-1")
+def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    runtime = group_runtime(ctx.broker)
+    groups = []
+    for group_id in request["group_ids"]:
+        holder = runtime.groups.get(group_id)
+        if holder is None:
+            groups.append(_not_found(group_id, f"Group {group_id} not found."))
+        elif holder.consumer is None:
+            groups.append(_not_found(group_id, f"Group {group_id} is not a consumer group."))
+        else:
+            groups.append(_describe(ctx, group_id, holder.consumer))
+    return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _not_found(group_id: str, message: str) -> dict[str, Any]:
+    return {
+        "error_code": int(ErrorCode.GROUP_ID_NOT_FOUND),
+        "error_message": message,
+        "group_id": group_id,
+        "group_state": "Dead",
+        "group_epoch": -1,
+        "assignment_epoch": -1,
+        "assignor_name": "",
+        "members": [],
+        "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+    }
+
+
+def _describe(ctx: RequestContext, group_id: str, group: ConsumerGroup) -> dict[str, Any]:
+    described = _not_found(group_id, "")
+    described.update(
+        error_code=0,
+        error_message=None,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.assignor_name,
+        members=[
+            {
+                "member_id": m.member_id,
+                "instance_id": m.instance_id,
+                "rack_id": m.rack_id,
+                "member_epoch": m.member_epoch,
+                "client_id": m.client_id,
+                "client_host": m.client_host,
+                "subscribed_topic_names": list(m.subscribed_topic_names),
+                "subscribed_topic_regex": m.subscribed_topic_regex,
+                "assignment": {"topic_partitions": _partitions(ctx, m.assigned)},
+                "target_assignment": {"topic_partitions": _partitions(ctx, group.target.get(m.member_id, {}))},
+                "member_type": CONSUMER_MEMBER_TYPE,
+            }
+            for m in group.members.values()
+        ],
+    )
+    return described
+
+
+def _partitions(ctx: RequestContext, assignment: Assignment) -> list[dict[str, Any]]:
+    result = []
+    for topic, partitions in sorted(assignment.items()):
+        uuid = topic_id(ctx, topic)
+        if uuid is not None and partitions:
+            result.append({"topic_id": uuid, "topic_name": topic, "partitions": sorted(partitions)})
+    return result
