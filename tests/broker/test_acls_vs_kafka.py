@@ -211,6 +211,7 @@ def setup_alice(port: int) -> None:
         allow(ResourceType.TOPIC, "granted", AclOperation.READ),
         allow(ResourceType.TOPIC, "described", AclOperation.DESCRIBE),
         allow(ResourceType.GROUP, "granted-group", AclOperation.READ),
+        allow(ResourceType.GROUP, "granted-group-848", AclOperation.READ),
         allow(ResourceType.TRANSACTIONAL_ID, "granted-tx", AclOperation.WRITE),
     ]
     for future in admin.create_acls(acls).values():
@@ -249,10 +250,11 @@ def fetch(config: dict[str, Any], topic: str) -> str:
         consumer.close()
 
 
-def join(config: dict[str, Any], group: str, topic: str) -> str:
+def join(config: dict[str, Any], group: str, topic: str, protocol: str = "classic") -> str:
     from confluent_kafka import Consumer
 
-    consumer = Consumer(config | {"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    settings = {"group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    consumer = Consumer(config | settings | {"group.protocol": protocol})
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 15
@@ -388,6 +390,9 @@ def observe(plain: int, sasl_port: int) -> dict[str, Any]:
     seen["fetch secret"] = fetch(alice, "secret")
     seen["join granted-group"] = join(alice, "granted-group", "granted")
     seen["join other-group"] = join(alice, "other-group", "granted")
+    seen["join other-group (KIP-848)"] = join(alice, "other-group", "granted", "consumer")
+    seen["join granted-group (KIP-848)"] = join(alice, "granted-group-848", "granted", "consumer")
+    seen["join granted-group, secret (KIP-848)"] = join(alice, "granted-group-848", "secret", "consumer")
     seen["transaction granted-tx"] = transactional(alice, "granted-tx", "granted")
     seen["transaction other-tx"] = transactional(alice, "other-tx", "granted")
     seen["delete granted"] = delete_topic(alice, "granted")
