@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from kbroker.auth import Authorizer
     from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.group.runtime import GroupRuntime
+    from kbroker.quota.manager import Quotas
     from kbroker.scram import ScramStore
     from kbroker.share.runtime import ShareRuntime
     from kbroker.testing.controls import TestControls
@@ -55,6 +57,7 @@ class Broker:
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
     authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
+    quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
@@ -103,6 +106,7 @@ def new_log_manager(config: BrokerConfig, clock: Clock = REAL_CLOCK) -> LogManag
     return LogManager(
         config.data_dir,
         LogConfig.from_properties(config.topic_defaults()),
+        log_dirs=config.log_dirs,
         retention_check_interval_ms=config.get_int("log.retention.check.interval.ms"),
         checkpoint_interval_ms=config.get_int("log.flush.offset.checkpoint.interval.ms"),
         producer_state=ProducerStateConfig(
@@ -128,6 +132,31 @@ def load_cluster_id(data_dir: Path, node_id: int) -> str:
     write_atomically(path, text.encode())
     log.info("cluster_id_created", cluster_id=cluster_id, path=str(path))
     return cluster_id
+
+
+def _meta_cluster_id(path: Path) -> str | None:
+    if not path.exists():
+        return None
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "cluster.id" and value.strip():
+            return value.strip()
+    return None
+
+
+def write_log_dirs_meta(log_dirs: Sequence[Path], node_id: int, cluster_id: str, *, replacing: str) -> None:
+    """meta.properties in every further data directory, naming the first one's cluster. A directory that
+    belongs to another cluster is refused (InconsistentClusterIdError), as Kafka refuses it."""
+    text = f"# written by kbroker\nversion=1\ncluster.id={cluster_id}\nnode.id={node_id}\n"
+    for directory in log_dirs:
+        path = directory / META_PROPERTIES
+        found = _meta_cluster_id(path)
+        if found == cluster_id:
+            continue
+        if found is not None and found != replacing:
+            raise InconsistentClusterIdError(f"{path} belongs to cluster {found}, the broker to {cluster_id}")
+        directory.mkdir(parents=True, exist_ok=True)
+        write_atomically(path, text.encode())
 
 
 class InconsistentClusterIdError(Exception):

@@ -329,6 +329,12 @@ class BrokerConfig:
         self.data_dir = data_dir
         self._per_listener = dict(per_listener or {})
 
+    @property
+    def log_dirs(self) -> tuple[Path, ...]:
+        """Every data directory, `data_dir` (where the broker's own state lives) first."""
+        dirs = _log_dirs_from(self._static, None)
+        return dirs if dirs[0] == self.data_dir else (self.data_dir,)
+
     @classmethod
     def build(
         cls,
@@ -718,18 +724,25 @@ def _protocols(values: Mapping[str, Value | None]) -> dict[str, str]:
 
 
 def _data_dir_from(values: Mapping[str, Value | None], flag: str | Path | None) -> Path:
+    """The first data directory: --data-dir, else the first of log.dirs, else log.dir."""
+    return _log_dirs_from(values, flag)[0]
+
+
+def _log_dirs_from(values: Mapping[str, Value | None], flag: str | Path | None) -> tuple[Path, ...]:
+    """Every data directory. --data-dir (one directory) wins over log.dirs, which wins over log.dir."""
     log_dirs = values["log.dirs"]
     if flag is not None and str(flag) != "":
-        chosen = str(flag)
+        chosen = [str(flag)]
     elif isinstance(log_dirs, tuple) and log_dirs:
-        if len(log_dirs) > 1:
-            raise ConfigError(f"log.dirs lists {len(log_dirs)} directories; kbroker keeps its data in one")
-        chosen = log_dirs[0]
+        chosen = list(log_dirs)
     else:
-        chosen = str(values["log.dir"])
-    if not chosen:
+        chosen = [str(values["log.dir"])]
+    if any(not c for c in chosen):
         raise ConfigError("the data directory must not be empty")
-    return Path(chosen).expanduser().resolve()
+    paths = tuple(Path(c).expanduser().resolve() for c in chosen)
+    if len(set(paths)) != len(paths):
+        raise ConfigError(f"log.dirs names a directory twice: {','.join(chosen)}")
+    return paths
 
 
 def _group_of(prop: BrokerProperty) -> list[str]:

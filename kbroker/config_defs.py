@@ -7,11 +7,9 @@ Values are parsed from strings as Kafka parses them (trimmed; `true`/`false`; co
 
 from __future__ import annotations
 
-import difflib
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from decimal import Decimal
 from enum import IntEnum
 
 INT_MAX = 2**31 - 1
@@ -210,6 +208,8 @@ def java_double(x: float) -> str:
         return "Infinity" if x > 0 else "-Infinity"
     if x == 0 or 1e-3 <= abs(x) < 1e7:
         return repr(x)
+    from decimal import Decimal  # late: only very large or small doubles need it (start-up time)
+
     sign, digits, exponent = Decimal(repr(x)).normalize().as_tuple()
     assert isinstance(exponent, int)
     mantissa = "".join(map(str, digits))
@@ -219,6 +219,8 @@ def java_double(x: float) -> str:
 
 def suggest(name: str, known: Iterable[str]) -> str:
     """' (did you mean 'x'?)' for the closest known name, or ''."""
+    import difflib  # late: only a mistyped name needs it (start-up time)
+
     match = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
@@ -344,6 +346,13 @@ _SERVER = [
        "A request whose first bytes arrived this long ago without the rest closes the connection (slow or stalled "
        "senders, slowloris). -1: no deadline.", note="kbroker only: Kafka has no per-request receive deadline."),
     _p("fetch.max.bytes", INT, 57671680, "Most bytes returned for one Fetch request.", Range(1024)),
+    _p("quota.window.num", INT, 11, "Number of samples kept to measure client quotas (byte rates, request time).",
+       _POSITIVE),
+    _p("quota.window.size.seconds", INT, 1, "Time span of each client quota sample.", _POSITIVE),
+    _p("controller.quota.window.num", INT, 11, "Number of samples of the controller mutation quota (its burst is "
+       "this many windows of the quota).", _POSITIVE),
+    _p("controller.quota.window.size.seconds", INT, 1, "Time span of each controller mutation quota sample.",
+       _POSITIVE),
     _p("kbroker.fsync.before.ack", BOOL, False,
        "fsync the log before acknowledging a produce with acks=all (concurrent requests share one fsync).",
        topic="kbroker.fsync.before.ack",
@@ -361,8 +370,8 @@ _TOPICS = [
 _LOG = [
     _p("log.dir", STR, "./data", "Directory holding the data, when log.dirs is unset. --data-dir wins.",
        note="Kafka's default is /tmp/kafka-logs."),
-    _p("log.dirs", LIST, None, "Data directory (preferred over log.dir). --data-dir wins.",
-       note="kbroker keeps all data in one directory: a list of more than one is an error."),
+    _p("log.dirs", LIST, None, "Data directories (preferred over log.dir). --data-dir wins.",
+       note="Partitions are spread over the directories; the first also holds the broker's own state."),
     _p("log.segment.bytes", INT, 1073741824, "Size at which a log segment is closed and a new one rolled.", Range(14),
        topic="segment.bytes", note="Kafka 4 raised the minimum to 1 MiB; kbroker keeps 3.9's 14 bytes for tests."),
     _p("log.roll.ms", LONG, None, "Age (ms) at which a segment is rolled; unset: log.roll.hours.", topic="segment.ms"),

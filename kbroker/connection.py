@@ -24,7 +24,6 @@ import structlog
 from kbroker.context import RequestContext
 from kbroker.memory import MemoryPool
 from kbroker.pipeline import RequestPipeline
-from kbroker.sasl import SaslSession, SaslSettings
 from kbroker.sendfile import ResponseWriter, has_file_chunks, materialize
 from kbroker.tls import ANONYMOUS, TlsSession
 from protocol.api_keys import api_name
@@ -36,6 +35,7 @@ if TYPE_CHECKING:
     from kbroker.config import Listener
     from kbroker.handlers.registry import Handler
     from kbroker.limits import ConnectionLimits
+    from kbroker.sasl import SaslSettings
 
 log = structlog.get_logger("kbroker.connection")
 
@@ -118,6 +118,11 @@ class Connection(asyncio.BufferedProtocol):
         self._log: Any = None
         self._tasks: set[asyncio.Task[Any]] | None = None
         self._write_paused = False
+        sasl = None
+        if runtime.sasl is not None:
+            from kbroker.sasl import SaslSession  # late: only SASL listeners load the SASL code (start-up time)
+
+            sasl = SaslSession(runtime.sasl, time.monotonic)
         self.pipeline = RequestPipeline(
             runtime.handlers,
             self._new_context,
@@ -129,7 +134,7 @@ class Connection(asyncio.BufferedProtocol):
             frame_timeout_ms=runtime.frame_timeout_ms,
             now=time.monotonic(),
             observe=runtime.observe,
-            sasl=SaslSession(runtime.sasl, time.monotonic) if runtime.sasl is not None else None,
+            sasl=sasl,
         )
 
     @property
@@ -151,8 +156,23 @@ class Connection(asyncio.BufferedProtocol):
             self.pipeline.closing = True
             transport.close()
             return
+        if self._connection_throttled(transport):
+            return
         if self.tls is None:
             self.writer = ResponseWriter(transport, self._writer_drained)
+
+    def _connection_throttled(self, transport: asyncio.BaseTransport) -> bool:
+        """Over its ip's connection_creation_rate quota: held unread, then closed once the throttle
+        time has passed (Kafka's ConnectionQuotas); True when so."""
+        quotas = self.runtime.broker.quotas
+        throttle_ms = quotas.connection_throttle(self.host) if quotas is not None else 0
+        if throttle_ms <= 0:
+            return False
+        self.pipeline.closing = True
+        transport.pause_reading()  # type: ignore[attr-defined]
+        self.log.info("connection_throttled", throttle_ms=throttle_ms, quota="connection_creation_rate")
+        asyncio.get_running_loop().call_later(throttle_ms / 1000, self._close_now)
+        return True
 
     def get_buffer(self, sizehint: int) -> memoryview:
         if self.tls is not None:
@@ -183,6 +203,9 @@ class Connection(asyncio.BufferedProtocol):
                 if n == 0:
                     break
                 pipeline.buffer_updated(n, now)
+            if tls.closed_by_peer and not pipeline.closing:
+                # the client's close_notify: answer with ours at once (asyncio clients wait for it)
+                pipeline.close("client closed the TLS session", "debug")
         except ssl.SSLError as error:
             self._tls_failed(error)
 
@@ -271,6 +294,9 @@ class Connection(asyncio.BufferedProtocol):
             tasks = self._tasks = set()
         tasks.add(task)
         task.add_done_callback(tasks.discard)
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        asyncio.get_running_loop().call_later(delay, callback)
 
     def set_reading(self, reading: bool) -> None:
         transport = self.transport

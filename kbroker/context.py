@@ -51,6 +51,8 @@ class RequestContext:
     listener: str = "PLAINTEXT"  # the listener name the client connected through (Metadata answers with its address)
     principal: str = "User:ANONYMOUS"  # who the client is (the TLS certificate's subject, the SASL user)
     sasl: SaslSession | None = None  # the connection's SASL exchange, on SASL listeners
+    request_size: int = 0  # the request's size in bytes (producer_byte_rate meters it)
+    throttle_ms: int = 0  # a quota throttle the handler found (Fetch bytes, controller mutations; kbroker.quota)
 
     @property
     def client_address(self) -> str:

@@ -28,8 +28,9 @@ FEATURES: tuple[Feature, ...] = (
     # 0: classic groups only; 1: the consumer rebalance protocol (KIP-848), as Kafka 4.x finalizes it.
     Feature("group.version", 0, 1, 1),
     # 0: the original transaction protocol; 1: Kafka's flexible __transaction_state records
-    # (kbroker's transaction log has its own layout); 2: transactions v2 (KIP-890).
-    Feature("transaction.version", 0, 0, 0),
+    # (kbroker's transaction log has its own layout); 2: transactions v2 (KIP-890): EndTxn v5
+    # bumps the epoch per transaction, Produce v12 and TxnOffsetCommit v5 add partitions.
+    Feature("transaction.version", 0, 2, 2),
     # 1: share groups (KIP-932): ShareGroupHeartbeat, ShareFetch, ShareAcknowledge, ...
     Feature("share.version", 0, 1, 1),
 )

@@ -19,13 +19,13 @@ from kbroker.config import BrokerConfig, Listener
 from kbroker.connection import Connection, ListenerRuntime
 from kbroker.limits import ConnectionLimits, parse_overrides
 from kbroker.memory import MemoryPool
-from kbroker.sasl import SaslSettings
 from kbroker.tls import server_context
 from protocol.framing import DEFAULT_STAGING_SIZE, MapRecycler
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
     from kbroker.handlers.registry import Handler
+    from kbroker.sasl import SaslSettings
 
 
 def connection_limits(config: BrokerConfig) -> ConnectionLimits:
@@ -58,6 +58,8 @@ class Listeners:
             for listener in config.listeners:
                 tls = server_context(config, listener.name) if listener.protocol in ("SSL", "SASL_SSL") else None
                 if listener.protocol.startswith("SASL_"):
+                    from kbroker.sasl import SaslSettings  # late: only SASL listeners load the SASL code
+
                     self.sasl[listener.name] = SaslSettings.from_config(config, listener.name)
                 self.contexts[listener.name] = tls
                 server = await loop.create_server(

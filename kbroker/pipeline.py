@@ -68,11 +68,14 @@ class PipelineOwner(Protocol):
     def close_after_failed_authentication(self, reason: str) -> None:
         """Log the failed authentication; close once the answer is out and the failure delay has passed."""
 
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        """Call `callback` after `delay` seconds (a quota throttle's end), unless the connection closed."""
+
 
 class _Slot:
     """A response position in the connection's output order, with the request (and its memory) it holds."""
 
-    __slots__ = ("chunks", "done", "held", "frame", "started")
+    __slots__ = ("chunks", "done", "held", "frame", "started", "handling")
 
     def __init__(self, held: int, frame: Frame | None = None) -> None:
         self.chunks: list[Any] | None = None
@@ -80,6 +83,7 @@ class _Slot:
         self.held = held
         self.frame = frame
         self.started = 0.0
+        self.handling = 0.0  # seconds the handler ran before answering or handing over an awaitable
 
 
 def describe_bad_frame(error: FrameError, first_frame: bool) -> str:
@@ -128,6 +132,7 @@ class RequestPipeline:
         self._reading = True
         self._receiving = False  # inside buffer_updated: answered frames are recycled at its end
         self._answered: list[Frame] = []  # frames whose requests are answered, for their maps' reuse
+        self._throttles = 0  # quota throttles in progress (reading stays paused while any is)
 
     # ----- bytes in
 
@@ -217,6 +222,9 @@ class RequestPipeline:
 
     def _on_frame(self, frame: Frame) -> None:
         held = len(frame)
+        if self.sasl is not None and self.sasl.awaiting_raw_token:
+            self._on_raw_sasl_token(frame, self.sasl)
+            return
         try:
             header, pos = read_request_header_prefix(frame)
         except DecodeError as exc:
@@ -254,6 +262,24 @@ class RequestPipeline:
         if sasl is not None and header.api_key in SASL_APIS:
             self._after_sasl_step(sasl)
 
+    def _on_raw_sasl_token(self, frame: Frame, sasl: SaslSession) -> None:
+        """A bare SASL token after a SaslHandshake v0: answered with a bare size-prefixed frame (empty
+        when the mechanism has nothing to say); a failure closes the connection, as Kafka does."""
+        token = bytes(frame)
+        self.memory.release(len(frame))
+        outcome = sasl.authenticate(token)
+        if outcome.error is not ErrorCode.NONE:
+            self._after_sasl_step(sasl)
+            return
+        slot = _Slot(0)
+        slot.chunks = [frame_prefix(len(outcome.auth_bytes)), bytes(outcome.auth_bytes)]
+        slot.done = True
+        self._order.append(slot)
+        if sasl.authenticated:
+            sasl.raw_tokens = False
+        self._after_sasl_step(sasl)
+        self._flush()
+
     def _after_sasl_step(self, sasl: SaslSession) -> None:
         if sasl.authenticated:
             self.reader.max_frame_size = self.max_frame_size
@@ -263,8 +289,10 @@ class RequestPipeline:
 
     def _dispatch(self, handler: Handler, header: RequestHeader, body: dict[str, Any], held: int, frame: Frame) -> None:
         ctx = self.new_context(header)
+        ctx.request_size = held
         slot = _Slot(held, frame if type(frame) is memoryview else None)  # only maps are worth reusing
-        if self.observe is not None:
+        metered = self.observe is not None or _quotas_active(ctx)
+        if metered:
             slot.started = perf_counter()
         self._order.append(slot)
         if handler.is_async:
@@ -274,6 +302,8 @@ class RequestPipeline:
             result = handler.func(ctx, body)
         except Exception as exc:  # noqa: BLE001 - a handler bug must not take the broker down
             result = self._error_response(handler, ctx, exc)
+        if metered:
+            slot.handling = perf_counter() - slot.started
         if type(result) is not dict and result is not None and inspect.isawaitable(result):
             self._spawn(handler, ctx, result, slot)  # a plain handler that has to wait after all (long poll, fsync)
             return
@@ -310,6 +340,7 @@ class RequestPipeline:
             self.observe(handler.api_key, perf_counter() - slot.started, result)
         if self.closing:
             return  # connection_lost released the slot
+        throttle_ms = self._quota_throttle(handler, ctx, result, slot) if _quotas_active(ctx) else 0
         if result is not None:
             version = ctx.api_version
             key = (handler.api_key, version)
@@ -328,6 +359,36 @@ class RequestPipeline:
                 slot.chunks = chunks
         slot.done = True
         self._flush()
+        if throttle_ms > 0:
+            self._mute_for_throttle(throttle_ms)
+
+    # ----- client quotas (KIP-219): answer at once, with throttle_time_ms; then stop reading for that long
+
+    def _quota_throttle(self, handler: Handler, ctx: RequestContext, result: dict[str, Any] | None, slot: _Slot) -> int:
+        """Record the request against its client's quotas (kbroker.quota); the throttle time, also put
+        in the response's throttle_time_ms."""
+        quotas = ctx.broker.quotas
+        assert quotas is not None
+        throttle_ms = quotas.after_request(ctx, slot.handling, acks_zero=result is None)
+        if throttle_ms > 0 and result is not None and "throttle_time_ms" in _response_fields(handler):
+            result["throttle_time_ms"] = max(throttle_ms, result.get("throttle_time_ms") or 0)
+        return throttle_ms
+
+    def _mute_for_throttle(self, throttle_ms: int) -> None:
+        """Stop reading from this client for `throttle_ms`; overlapping throttles each hold the mute."""
+        if self.closing:
+            return
+        self._throttles += 1
+        self._update_reading()
+        self.owner.call_later(throttle_ms / 1000, self._throttle_ended)
+
+    def _throttle_ended(self) -> None:
+        self._throttles -= 1
+        self._update_reading()
+
+    @property
+    def throttled(self) -> bool:
+        return self._throttles > 0
 
     def _materialize(self, chunks: list[Any]) -> list[Any] | None:
         try:
@@ -383,7 +444,9 @@ class RequestPipeline:
     def _update_reading(self) -> None:
         if self.closing:
             return
-        reading = not (self._output_blocked or self.reader.starved or len(self._order) >= MAX_IN_FLIGHT)
+        reading = not (
+            self._output_blocked or self.reader.starved or len(self._order) >= MAX_IN_FLIGHT or self._throttles
+        )
         if reading != self._reading:
             self._reading = reading
             self.owner.set_reading(reading)
@@ -396,6 +459,21 @@ class RequestPipeline:
             return
         self.closing = True
         self.owner.close(reason, level, fields)
+
+
+def _quotas_active(ctx: RequestContext) -> bool:
+    quotas = getattr(ctx.broker, "quotas", None)  # a pipeline tested without a broker has none
+    return quotas is not None and bool(quotas.store.quotas)
+
+
+_response_field_names: dict[int, frozenset[str]] = {}
+
+
+def _response_fields(handler: Handler) -> frozenset[str]:
+    names = _response_field_names.get(handler.api_key)
+    if names is None:
+        names = _response_field_names[handler.api_key] = frozenset(f.name for f in handler.response.fields)
+    return names
 
 
 def _request_fields(header: RequestHeader) -> dict[str, Any]:

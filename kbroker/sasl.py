@@ -126,6 +126,7 @@ class SaslSession:
         self.principal: str | None = None
         self.expires_at: float | None = None
         self.reauthenticating = False
+        self.raw_tokens = False  # after a SaslHandshake v0: the tokens come as bare frames, not SaslAuthenticate
         self._scram: ScramServer | None = None
 
     @property
@@ -148,7 +149,12 @@ class SaslSession:
     def allows(self, api_key: int) -> bool:
         return self.authenticated or api_key in PRE_AUTHENTICATION_APIS
 
-    def handshake(self, mechanism: str) -> Outcome:
+    @property
+    def awaiting_raw_token(self) -> bool:
+        """A SaslHandshake v0 chose the mechanism: the next frames are bare SASL tokens (Kafka before 1.0)."""
+        return self.raw_tokens and self.state is SaslState.AUTHENTICATE
+
+    def handshake(self, mechanism: str, version: int = 1) -> Outcome:
         reauthenticating = self.state is SaslState.AUTHENTICATED and self.settings.reauth_ms > 0
         if self.state is not SaslState.HANDSHAKE and not reauthenticating:
             self.state = SaslState.FAILED
@@ -162,6 +168,7 @@ class SaslSession:
         self._scram = None
         self.mechanism = mechanism
         self.state = SaslState.AUTHENTICATE
+        self.raw_tokens = version == 0
         return Outcome(ErrorCode.NONE)
 
     def authenticate(self, auth_bytes: bytes) -> Outcome:

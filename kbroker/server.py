@@ -25,6 +25,7 @@ from kbroker.broker import (
     load_cluster_id,
     new_log_manager,
     with_dynamic_configs,
+    write_log_dirs_meta,
 )
 from kbroker.cleaner.runtime import new_log_cleaner
 from kbroker.clock import REAL_CLOCK
@@ -36,6 +37,8 @@ from kbroker.handlers.registry import load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
+from kbroker.log.manager import DuplicateLogDirectoryError
+from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
 from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
@@ -101,7 +104,14 @@ async def serve(
     logs = new_log_manager(config, clock)
     fresh_data_dir = not (config.data_dir / META_PROPERTIES).exists()
     cluster_id = load_cluster_id(config.data_dir, config.node_id)
-    logs.startup()
+    try:
+        write_log_dirs_meta(config.log_dirs[1:], config.node_id, cluster_id, replacing=cluster_id)
+    except InconsistentClusterIdError as exc:
+        raise ConfigError(str(exc)) from None
+    try:
+        logs.startup()
+    except DuplicateLogDirectoryError as exc:  # the operator must choose the copy: no start
+        raise ConfigError(str(exc)) from None
     broker = Broker(
         config=config,
         logs=logs,
@@ -112,6 +122,7 @@ async def serve(
     )
     broker.scram = ScramStore.load(config.data_dir)
     broker.authorizer = new_authorizer(config)
+    broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
@@ -151,7 +162,7 @@ async def serve(
         data_dir=str(config.data_dir),
         cluster_id=broker.cluster_id,  # in cluster mode, the cluster's (ZooKeeper's)
         node_id=config.node_id,
-        clean_start=logs.had_clean_shutdown,
+        **({"fresh_directory": True} if logs.fresh_directory else {"clean_start": logs.had_clean_shutdown}),
         apis=len(handlers),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
         gc_frozen=gc.get_freeze_count(),
@@ -198,10 +209,12 @@ async def _join_cluster(broker: Broker, fresh_data_dir: bool) -> None:
         raise ConfigError(
             f"cannot join the cluster at {config.zookeeper_connect}: {exc or type(exc).__name__}"
         ) from None
+    local_cluster_id = broker.cluster_id
     try:
         broker.cluster_id = adopt_cluster_id(
             config.data_dir, config.node_id, broker.cluster_id, cluster.cluster_id, fresh=fresh_data_dir
         )
+        write_log_dirs_meta(config.log_dirs[1:], config.node_id, broker.cluster_id, replacing=local_cluster_id)
     except InconsistentClusterIdError as exc:
         await cluster.stop()
         raise ConfigError(str(exc)) from None

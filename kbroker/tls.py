@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
-import tempfile
 from typing import Any, cast
 
 from kbroker.config import BrokerConfig, ConfigError
@@ -86,6 +85,8 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
 
 def _load_inline_chain(context: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:
     """ssl loads a certificate chain only from a file: a private one, removed at once."""
+    import tempfile  # late: only an inline PEM keystore needs it (start-up time)
+
     fd, path = tempfile.mkstemp(prefix="kbroker-keystore-", suffix=".pem")
     try:
         with os.fdopen(fd, "w") as handle:
@@ -105,7 +106,7 @@ class TlsSession:
     client hears why (unknown CA, certificate required) before the connection closes.
     """
 
-    __slots__ = ("_in", "_out", "_ssl", "established", "principal")
+    __slots__ = ("_in", "_out", "_ssl", "established", "principal", "closed_by_peer")
 
     def __init__(self, context: ssl.SSLContext) -> None:
         self._in = ssl.MemoryBIO()
@@ -113,6 +114,7 @@ class TlsSession:
         self._ssl = context.wrap_bio(self._in, self._out, server_side=True)
         self.established = False
         self.principal = ANONYMOUS
+        self.closed_by_peer = False  # the client sent close_notify: answer with ours and close
 
     def receive(self, data: bytes | memoryview) -> bool:
         """Take ciphertext; True when this completed the handshake. Raises ssl.SSLError when it fails."""
@@ -132,11 +134,15 @@ class TlsSession:
         if not self.established:
             return 0
         try:
-            return cast(int, self._ssl.read(len(buffer), buffer))  # type: ignore[arg-type]  # any writable buffer
+            n = cast(int, self._ssl.read(len(buffer), buffer))  # type: ignore[arg-type]  # any writable buffer
         except ssl.SSLWantReadError:
             return 0
         except ssl.SSLZeroReturnError:  # the client's close_notify
+            self.closed_by_peer = True
             return 0
+        if n == 0 and len(buffer):  # an SSLObject reads 0 bytes at the client's close_notify
+            self.closed_by_peer = True
+        return n
 
     def encrypt(self, chunks: list[Any]) -> bytes:
         """One response's chunks as TLS records (joined first: a record per small chunk would waste both

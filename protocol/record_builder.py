@@ -10,9 +10,7 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-import crc32c
-
-from protocol import compression
+from protocol import checksum, compression
 from protocol.primitives import write_varint
 from protocol.records import (
     CONTROL_BIT,
@@ -106,7 +104,7 @@ def build_record_batch(
         base_sequence,
         len(records),
     )
-    _CRC.pack_into(batch, 17, crc32c.crc32c(memoryview(batch)[CRC_START:]))
+    _CRC.pack_into(batch, 17, checksum.crc32c(memoryview(batch)[CRC_START:]))
     return bytes(batch)
 
 

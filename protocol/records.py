@@ -29,9 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
-import crc32c
-
-from protocol import compression
+from protocol import checksum, compression
 from protocol.errors import CorruptRecordError, InvalidRecordError
 from protocol.primitives import DecodeError, read_varint, read_varlong
 
@@ -211,7 +209,7 @@ class RecordBatch:
     # -- integrity -----------------------------------------------------
     def compute_crc(self) -> int:
         start = self.position + CRC_START
-        return crc32c.crc32c(memoryview(self.buffer)[start : self.position + self.size])
+        return checksum.crc32c(memoryview(self.buffer)[start : self.position + self.size])
 
     def is_valid(self) -> bool:
         return self.compute_crc() == self.crc

@@ -70,7 +70,7 @@ NOT_OFFERED = {
     29: "no authorizer: every client may do everything",
     30: "no authorizer",
     31: "no authorizer",
-    34: "one data directory",
+    34: "a partition stays in the data directory it was created in",
     38: "no delegation tokens",
     39: "no delegation tokens",
     40: "no delegation tokens",
@@ -78,8 +78,6 @@ NOT_OFFERED = {
     43: "one node: every partition has its only replica as leader",
     45: "one node: nothing to reassign",
     46: "one node: nothing to reassign",
-    48: "no client quotas",
-    49: "no client quotas",
     55: "no KRaft quorum",
     57: "feature levels are fixed (kbroker/features.py)",
     64: "no KRaft controller",
@@ -97,23 +95,20 @@ NOT_OFFERED = {
 
 # APIs kbroker offers with a restriction Kafka does not have.
 RESTRICTED = {
-    17: "SASL listeners only (docs/security.md); v0 (raw SASL frames) not served",
+    17: "SASL listeners only (docs/security.md)",
     36: "SASL listeners only (docs/security.md)",
 }
 
 
 # What a newer Kafka version adds, where kbroker's newest version is older.
 NEWER = {
-    0: "12: transactions v2 (KIP-890); 13: topic ids",
+    0: "13: topic ids (KIP-516)",
     1: "13+: topic ids (KIP-516) and later additions",
     3: "13: a top-level error code",
     10: "5: TRANSACTION_ABORTABLE (KIP-890); 6: share coordinators",
     15: "6: GROUP_ID_NOT_FOUND (KIP-1043)",
-    22: "5: TRANSACTION_ABORTABLE (KIP-890)",
     24: "4: batched verification by brokers; 5: TRANSACTION_ABORTABLE",
     25: "4: TRANSACTION_ABORTABLE (KIP-890)",
-    26: "4: TRANSACTION_ABORTABLE; 5: an epoch bump per transaction (transactions v2)",
-    28: "4-5: TRANSACTION_ABORTABLE, transactions v2",
     60: "2: fenced brokers (KIP-1073)",
     66: "2: a transactional id pattern filter",
 }

@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,12 +34,15 @@ class BrokerProcess:
         port: int | None = None,
         preexec_fn: Callable[[], Any] | None = None,
         listen_flag: bool = True,
+        log_dirs: Sequence[Path] = (),
     ) -> None:
-        """`listen_flag=False`: no --listen (the args configure `listeners`, one of them on `port`)."""
+        """`listen_flag=False`: no --listen (the args configure `listeners`, one of them on `port`).
+        `log_dirs`: several data directories (log.dirs) after `data_dir`, instead of --data-dir."""
         self.preexec_fn = preexec_fn  # run in the child before exec (e.g. resource limits)
         self.port = port or free_port()
         self.listen_flag = listen_flag
         self.data_dir = data_dir
+        self.log_dirs = (data_dir, *log_dirs)
         self.log_path = data_dir.parent / f"kbroker-{self.port}.log"
         self.args = args
         self.proc: subprocess.Popen[bytes] | None = None
@@ -49,7 +52,11 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 15.0) -> BrokerProcess:
-        cmd = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.data_dir)]
+        cmd = [sys.executable, "-m", "kbroker", "serve"]
+        if len(self.log_dirs) > 1:
+            cmd += ["--config", "log.dirs=" + ",".join(str(d) for d in self.log_dirs)]
+        else:
+            cmd += ["--data-dir", str(self.data_dir)]
         if self.listen_flag:
             cmd += ["--listen", self.bootstrap]
         with open(self.log_path, "ab") as log:

@@ -435,8 +435,13 @@ def test_data_dir_precedence(tmp_path: Path) -> None:
     assert BrokerConfig.build(props, data_dir=c).data_dir == c
     assert BrokerConfig.build(props).data_dir == b
     assert BrokerConfig.build({"log.dir": str(a)}).data_dir == a
-    with pytest.raises(ConfigError, match="one"):
-        BrokerConfig.build({"log.dirs": f"{a},{b}"})
+    # --data-dir (one directory) wins over log.dirs, which wins over log.dir
+    assert BrokerConfig.build({"log.dirs": f"{a},{b}"}, data_dir=c).log_dirs == (c,)
+    several = BrokerConfig.build({"log.dirs": f"{a}, {b}", "log.dir": str(c)})
+    assert several.log_dirs == (a, b) and several.data_dir == a
+    assert BrokerConfig.build({"log.dir": str(a)}).log_dirs == (a,)
+    with pytest.raises(ConfigError, match="twice"):
+        BrokerConfig.build({"log.dirs": f"{a},{b},{a}/"})
 
 
 # --------------------------------------------------------------------------- properties files

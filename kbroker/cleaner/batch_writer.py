@@ -12,9 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-import crc32c
-
-from protocol import compression
+from protocol import checksum, compression
 from protocol.record_builder import SimpleRecord, encode_record
 from protocol.records import (
     COMPRESSION_MASK,
@@ -66,7 +64,7 @@ def _header(
         batch.base_sequence,
         count,
     )
-    _CRC.pack_into(out, 17, crc32c.crc32c(memoryview(out)[CRC_START:]))
+    _CRC.pack_into(out, 17, checksum.crc32c(memoryview(out)[CRC_START:]))
     return bytes(out)
 
 

@@ -19,14 +19,10 @@ import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.cleaner.offset_map import OffsetMap
-from kbroker.cleaner.record_filter import LastRecord
-from kbroker.cleaner.segments import CleaningAbortedError, CleanJob, RoundResult, SourceSegment, clean_partition
-from kbroker.cleaner.throttle import Throttler
 from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.manager import LogManager, TopicPartition
@@ -36,6 +32,12 @@ from kbroker.log.segment import now_ms
 from kbroker.log.unified_log import UnifiedLog
 from protocol.errors import InvalidRecordError
 from protocol.records import HEADER
+
+# The cleaning round itself (segments, record_filter, offset_map, throttle) loads at the first round, not at
+# start-up: most brokers have no compacted topic, and start-up time matters.
+if TYPE_CHECKING:
+    from kbroker.cleaner.record_filter import LastRecord
+    from kbroker.cleaner.segments import CleanJob, RoundResult
 
 log = structlog.get_logger(__name__)
 
@@ -113,6 +115,8 @@ def _first_batch_timestamp(partition_log: PartitionLog, index: int) -> int:
 
 def _last_records(unified: UnifiedLog) -> dict[int, LastRecord]:
     """Each active producer's last data offset (None when it has only markers) and epoch."""
+    from kbroker.cleaner.record_filter import LastRecord  # late: see the imports
+
     return {
         pid: LastRecord(None if entry.last_offset == NO_OFFSET else entry.last_offset, entry.producer_epoch)
         for pid, entry in unified.producer_state().producers.items()
@@ -134,14 +138,22 @@ class LogCleaner:
         self.config = config or CleanerConfig()
         self.topic_config = topic_config
         self.clock = clock
-        self.checkpoint_path = logs.data_dir / CHECKPOINT_FILE
-        self.checkpoints: dict[TopicPartition, int] = read_checkpoint(self.checkpoint_path)
+        # one cleaner-offset-checkpoint per data directory, of the partitions it holds (as Kafka keeps it)
+        self.checkpoints: dict[TopicPartition, int] = {}
+        for directory in logs.log_dirs:
+            self.checkpoints.update(read_checkpoint(directory / CHECKPOINT_FILE))
         # the partition each checkpoint was taken of: a topic deleted and created again starts dirty
         self._owners: dict[TopicPartition, UnifiedLog] = {}
         self._uncleanable: dict[TopicPartition, UnifiedLog] = {}  # a round failed on this partition object
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="kbroker-cleaner")
         self._stop = threading.Event()
         self.rounds = 0
+
+    def _write_checkpoints(self, checkpoints: dict[TopicPartition, int]) -> None:
+        """Each data directory's cleaner-offset-checkpoint, of its own partitions."""
+        for directory in self.logs.log_dirs:
+            mine = {tp: offset for tp, offset in checkpoints.items() if self.logs.log_dir_of(tp) == directory}
+            write_checkpoint(directory / CHECKPOINT_FILE, mine)
 
     # -- choosing a log --------------------------------------------------------------
     def cleanable(
@@ -210,6 +222,8 @@ class LogCleaner:
 
     # -- one round -------------------------------------------------------------------
     def _job(self, candidate: LogToClean, now: int) -> CleanJob:
+        from kbroker.cleaner.segments import CleanJob, SourceSegment  # late: see the imports
+
         unified = candidate.unified
         partition_log = unified.local
         segments = partition_log.segments
@@ -239,6 +253,10 @@ class LogCleaner:
         )
 
     def _run_job(self, job: CleanJob) -> RoundResult:
+        from kbroker.cleaner.offset_map import OffsetMap  # late: see the imports
+        from kbroker.cleaner.segments import clean_partition
+        from kbroker.cleaner.throttle import Throttler
+
         try:
             throttler = Throttler(self.config.io_max_bytes_per_second, stop=self._stop)
             offset_map = OffsetMap(self.config.dedupe_buffer_size, self.config.io_buffer_load_factor)
@@ -255,6 +273,8 @@ class LogCleaner:
         tp, unified = candidate.tp, candidate.unified
         partition_log = unified.local
         started = time.perf_counter()
+        from kbroker.cleaner.segments import CleaningAbortedError  # late: see the imports
+
         job = self._job(candidate, now)
         loop = asyncio.get_running_loop()
         try:
@@ -273,7 +293,7 @@ class LogCleaner:
             for gone in [key for key in self.checkpoints if self.logs.get_partition(*key) is None]:
                 del self.checkpoints[gone]  # deleted topics leave the checkpoint file
                 self._owners.pop(gone, None)
-            await loop.run_in_executor(self._executor, write_checkpoint, self.checkpoint_path, dict(self.checkpoints))
+            await loop.run_in_executor(self._executor, self._write_checkpoints, dict(self.checkpoints))
         self.rounds += 1
         stats = result.stats
         log.info(

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from kbroker import __version__
-from kbroker.cli import cluster, common, consume, group, produce, serve, topic
+from kbroker.cli import serve
 from kbroker.cli.serve import configs_command, load_config, serve_command
 
 __all__ = ["build_parser", "configs_command", "load_config", "main", "serve_command"]
@@ -34,24 +34,39 @@ class _Parser(argparse.ArgumentParser):
         return super().format_help()
 
 
-def build_parser() -> argparse.ArgumentParser:
+SERVER_COMMANDS = ("serve", "configs")
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line; for `command` "serve" or "configs" only that part (the client commands' modules
+    stay unloaded: start-up time)."""
     parser = _Parser(
         prog="kbroker",
         description="kbroker: a Kafka-protocol broker, and a command-line client of any Kafka broker.",
-        epilog=lambda: f"{common.OVERVIEW}\n\n{serve.top_level_epilog()}",  # type: ignore[arg-type]
+        epilog=lambda: f"{_overview()}\n\n{serve.top_level_epilog()}",  # type: ignore[arg-type]
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"kbroker {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     serve.add_serve(commands)
     serve.add_configs(commands)
-    for module in (topic, produce, consume, group, cluster):
-        module.add_parser(commands)
+    if command not in SERVER_COMMANDS:
+        from kbroker.cli import cluster, consume, group, produce, topic
+
+        for module in (topic, produce, consume, group, cluster):
+            module.add_parser(commands)
     return parser
 
 
+def _overview() -> str:
+    from kbroker.cli.common import OVERVIEW
+
+    return OVERVIEW
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(argv[0] if argv else None)
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)

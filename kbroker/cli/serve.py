@@ -7,6 +7,7 @@ import importlib
 import os
 import sys
 import textwrap
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # the parser is built for every command: the broker's modules load only when serving
@@ -37,8 +38,11 @@ serve options ('kbroker serve --help' has the details):
 _PRECEDENCE = """\
 precedence: --listen, --advertised-listener and --data-dir (or the environment variables
 KBROKER_LISTEN, KBROKER_ADVERTISED_LISTENER, KBROKER_DATA_DIR) win over the properties listeners,
-advertised.listeners and log.dirs/log.dir; --config KEY=VALUE wins over --config-file (the last
-one given wins); both win over Kafka's defaults. KBROKER_LOG_LEVEL and KBROKER_LOG_FORMAT set the
+advertised.listeners and log.dirs/log.dir; --config KEY=VALUE (the last one given wins) wins over
+the apache/kafka image's KAFKA_* environment variables (KAFKA_LISTENERS is listeners,
+KAFKA_NUM_PARTITIONS is num.partitions: '_' is '.', '__' is '_', '___' is '-'), which win over
+--config-file; all win over Kafka's defaults. A KAFKA_* variable naming no property kbroker knows is
+skipped with a warning. KBROKER_LOG_LEVEL and KBROKER_LOG_FORMAT set the
 logging defaults. Listening on all interfaces advertises 127.0.0.1 unless told otherwise.
 An unknown property or a bad value stops kbroker with exit status 2 and a one-line message."""
 
@@ -115,8 +119,31 @@ def add_configs(commands: argparse._SubParsersAction[Any]) -> None:
 # --------------------------------------------------------------------------- serve
 
 
-def load_config(args: argparse.Namespace) -> BrokerConfig:
-    """Merge --config-file and --config pairs (later wins) and build the BrokerConfig."""
+def environment_properties(environ: Mapping[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """The apache/kafka image's KAFKA_* variables: ({property: value} of those kbroker knows,
+    {variable: property} of those naming a property it does not know)."""
+    from kbroker.config import LISTENER_PREFIX
+    from kbroker.config_defs import BROKER_PROPERTIES
+    from kbroker.config_env import property_name
+
+    known: dict[str, str] = {}
+    unknown: dict[str, str] = {}
+    for variable in sorted(environ):
+        name = property_name(variable)
+        if name is None:
+            continue
+        if name in BROKER_PROPERTIES or name.startswith(LISTENER_PREFIX):
+            known[name] = environ[variable]
+        else:
+            unknown[variable] = name
+    return known, unknown
+
+
+def load_config(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None, skipped: dict[str, str] | None = None
+) -> BrokerConfig:
+    """Merge --config-file, the KAFKA_* variables of `environ` (default: none) and --config pairs (later
+    wins) and build the BrokerConfig; KAFKA_* variables naming unknown properties go to `skipped`."""
     from kbroker.config import BrokerConfig, ConfigError, read_properties_file
     from kbroker.logging_setup import FORMATS, LEVELS
 
@@ -125,6 +152,10 @@ def load_config(args: argparse.Namespace) -> BrokerConfig:
     if args.log_format not in FORMATS:
         raise ConfigError(f"unknown log format {args.log_format!r}: use one of {', '.join(FORMATS)}")
     properties = read_properties_file(args.config_file) if args.config_file else {}
+    from_environment, unknown = environment_properties(environ or {})
+    properties.update(from_environment)
+    if skipped is not None:
+        skipped.update(unknown)
     for item in args.config:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
@@ -141,8 +172,9 @@ def serve_command(args: argparse.Namespace) -> int:
     from kbroker.config import ConfigError
     from kbroker.config_defs import BROKER_PROPERTIES
 
+    skipped: dict[str, str] = {}
     try:
-        config = load_config(args)
+        config = load_config(args, os.environ, skipped)
         if config.get_list("kbroker.http.listeners"):
             from kbroker.http.listeners import parse_http_listener
 
@@ -159,6 +191,10 @@ def serve_command(args: argparse.Namespace) -> int:
     log = structlog.get_logger("kbroker")
     for name in config.ignored_settings():
         log.warning("config_ignored", name=name, reason=BROKER_PROPERTIES[name].note)
+    if skipped:
+        log.warning("environment_unknown_properties", variables=skipped)
+    if os.environ.get("CLUSTER_ID"):
+        log.info("environment_ignored", variable="CLUSTER_ID", reason="formats KRaft storage; kbroker has no KRaft")
     from kbroker.log.files import raise_open_file_limit
 
     soft, hard = raise_open_file_limit()  # thousands of partitions need descriptors (more: log/files.py)

@@ -25,8 +25,6 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import re2  # type: ignore[import-untyped]
-
 from kbroker.group.assignors import ASSIGNORS, UNIFORM
 from kbroker.group.consumer_group import (
     LEAVE_EPOCH,
@@ -441,16 +439,16 @@ def _update(member: ConsumerMember, request: ConsumerHeartbeat) -> None:
     member.client_host = request.client_host
 
 
-_RE2_OPTIONS = re2.Options()
-_RE2_OPTIONS.log_errors = False  # a client's bad regex is its error, answered, not a line on stderr
-_RE2_OPTIONS.never_capture = True
-
-
 @lru_cache(maxsize=1024)
 def compile_regex(pattern: str) -> Any | None:
     """The compiled RE2 regex, or None when RE2 refuses it (INVALID_REGULAR_EXPRESSION)."""
+    import re2  # type: ignore[import-untyped]  # here: only regex subscriptions need it, not start-up
+
+    options = re2.Options()
+    options.log_errors = False  # a client's bad regex is its error, answered, not a line on stderr
+    options.never_capture = True
     try:
-        return re2.compile(pattern, _RE2_OPTIONS)
+        return re2.compile(pattern, options)
     except re2.error:
         return None
 

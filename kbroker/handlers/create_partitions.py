@@ -14,6 +14,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import MAX_PARTITIONS_PER_REQUEST, fail
 from kbroker.handlers.create_topics import check_replicas
 from kbroker.handlers.registry import handles
@@ -51,8 +52,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
     if added > MAX_PARTITIONS_PER_REQUEST:
         error = fail(ErrorCode.POLICY_VIOLATION, "Unable to perform excessively large batch operation.")
         return _response([_result(name, error) for name in results])
-    if not request["validate_only"]:
-        for topic in valid:
+    for topic in valid:
+        if mutation_refused(ctx, topic["count"] - _current(ctx, topic["name"]), strict_since=3):
+            results[topic["name"]] = _result(
+                topic["name"], fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE)
+            )
+        elif not request["validate_only"]:
             results[topic["name"]] = _result(topic["name"], _apply(ctx, topic["name"], topic["count"]))
     return _response(list(results.values()))
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import (
     CLUSTER_METADATA_TOPIC,
     MAX_PARTITIONS_PER_REQUEST,
@@ -179,6 +180,8 @@ def check_replicas(ctx: RequestContext, broker_ids: list[int]) -> None:
 
 
 def _create(ctx: RequestContext, plan: TopicPlan, validate_only: bool) -> dict[str, Any]:
+    if mutation_refused(ctx, plan.partitions, strict_since=6):
+        return _error_result(plan.name, fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE))
     if validate_only:
         metadata = TopicMetadata(plan.name, uuid.UUID(bytes=ZERO_UUID), plan.partitions, plan.configs)
         return _success_result(ctx, metadata, topic_id=ZERO_UUID)
@@ -234,4 +237,4 @@ def _error_result(name: str, exc: KafkaProtocolError) -> dict[str, Any]:
 
 
 def _response(topics: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"throttle_time_ms": 0, "topics": topics}
+    return {"throttle_time_ms": 0, "topics": topics}  # the pipeline sets quota throttles (kbroker.quota)

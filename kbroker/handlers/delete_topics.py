@@ -14,6 +14,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, UnknownTopicOrPartitionError
@@ -95,6 +96,8 @@ def _delete(ctx: RequestContext, name: str) -> bytes:
     metadata = ctx.broker.logs.topic(name)
     if metadata is None:
         raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+    if mutation_refused(ctx, metadata.partitions, strict_since=5):
+        raise fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE)
     try:
         ctx.broker.logs.delete_topic(name)
     except UnknownTopicOrPartitionError:

@@ -1,7 +1,7 @@
-"""DescribeLogDirs (35) v1-5: the data directory, its volume's space, and the size of each partition.
+"""DescribeLogDirs (35) v1-5: each data directory, its volume's space, and the size of each of its partitions.
 
-kbroker keeps every partition in one data directory (`--data-dir`), reported by its absolute
-path as Kafka reports each of its `log.dirs`. Topics null asks for every partition; otherwise
+Every directory of `log.dirs` (one with `--data-dir`) is reported by its absolute path, as Kafka
+reports them, with the partitions it holds. Topics null asks for every partition; otherwise
 only the listed partitions that exist are answered and a topic with none is left out, as Kafka
 does. The offset lag of a current (not future) log is max(high watermark - log end offset, 0):
 0 on this single replica. Total and usable bytes (v4+) are the volume's, as Java's FileStore
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections import defaultdict
+from pathlib import Path
 from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
@@ -28,11 +29,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     wanted = request["topics"]
     requested = None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
     logs = ctx.broker.logs
-    by_topic: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    by_dir: dict[Path, dict[str, list[dict[str, Any]]]] = {d: defaultdict(list) for d in logs.log_dirs}
     for (topic, partition), log in sorted(logs.logs()):
         if requested is not None and (topic, partition) not in requested:
             continue
-        by_topic[topic].append(
+        by_dir.setdefault(log.directory.parent, defaultdict(list))[topic].append(
             {
                 "partition_index": partition,
                 "partition_size": log.size_in_bytes,
@@ -40,7 +41,12 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
                 "is_future_key": False,
             }
         )
-    directory = os.path.abspath(logs.data_dir)
+    results = [_log_dir(ctx, directory, by_topic) for directory, by_topic in by_dir.items()]
+    return {"throttle_time_ms": 0, "error_code": 0, "results": results}
+
+
+def _log_dir(ctx: RequestContext, log_dir: Path, by_topic: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
+    directory = os.path.abspath(log_dir)
     result: dict[str, Any] = {"error_code": 0, "log_dir": directory, "is_cordoned": False}
     try:
         total, usable = _volume_space(directory)
@@ -51,7 +57,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     else:
         result.update(total_bytes=total, usable_bytes=usable)
         result["topics"] = [{"name": name, "partitions": partitions} for name, partitions in by_topic.items()]
-    return {"throttle_time_ms": 0, "error_code": 0, "results": [result]}
+    return result
 
 
 def _volume_space(directory: str) -> tuple[int, int]:

@@ -48,10 +48,42 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
     session_error = _session_error(request["session_id"], request["session_epoch"])
     if session_error is not None:
         return {"throttle_time_ms": 0, "error_code": int(session_error), "session_id": NO_SESSION, "responses": []}
+    quotas = ctx.broker.quotas
+    metered = quotas is not None and quotas.fetch.enabled and request.get("replica_id", -1) < 0
+    if metered:
+        _cap_to_quota(ctx, request)
     response, available, respond_now = read_partitions(ctx, request)
     if respond_now or request["max_wait_ms"] <= 0 or available >= request["min_bytes"] or not request["topics"]:
-        return response
+        return _throttled(ctx, response) if metered else response
+    if metered:
+        return _throttled_after(ctx, _long_poll(ctx, request, request["min_bytes"] - available))
     return _long_poll(ctx, request, request["min_bytes"] - available)
+
+
+def _cap_to_quota(ctx: RequestContext, request: dict[str, Any]) -> None:
+    """A consumer never asks for more than its quota lets it take in one window: more would
+    throttle it for sure (Kafka caps fetch.max.bytes so, KafkaApis.handleFetchRequest)."""
+    assert ctx.broker.quotas is not None
+    cap = ctx.broker.quotas.fetch_max_bytes(ctx)
+    if cap is not None:
+        request["max_bytes"] = min(request["max_bytes"], ctx.broker.config.get_int("fetch.max.bytes"), cap)
+        request["min_bytes"] = min(request["min_bytes"], request["max_bytes"])
+
+
+def _throttled(ctx: RequestContext, response: dict[str, Any]) -> dict[str, Any]:
+    """Record the answer's size against consumer_byte_rate; over quota, the client gets an empty
+    answer carrying the throttle time instead (its bytes are not counted), as Kafka does."""
+    assert ctx.broker.quotas is not None
+    size = sum(len(p["records"]) for t in response["responses"] for p in t["partitions"])
+    throttle = ctx.broker.quotas.fetch_throttle(ctx, size)
+    if throttle <= 0:
+        return response
+    ctx.throttle_ms = max(ctx.throttle_ms, throttle)
+    return {"throttle_time_ms": throttle, "error_code": 0, "session_id": NO_SESSION, "responses": []}
+
+
+async def _throttled_after(ctx: RequestContext, answer: Any) -> dict[str, Any]:
+    return _throttled(ctx, await answer)
 
 
 def _session_error(session_id: int, epoch: int) -> ErrorCode | None:

@@ -13,7 +13,7 @@ transaction.max.timeout.ms (INVALID_TRANSACTION_TIMEOUT). v3+ may name the produ
 current id and epoch to resume it (KIP-360). A fenced producer gets PRODUCER_FENCED
 from v4 and INVALID_PRODUCER_EPOCH before, as Kafka answers.
 
-Versions 0-4, as Table A recommends (v5 only adds TRANSACTION_ABORTABLE, KIP-890).
+Versions 0-5 (v5 only widens the errors a client accepts: TRANSACTION_ABORTABLE, KIP-890).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ NO_PRODUCER_EPOCH = -1
 FIRST_PRODUCER_FENCED_VERSION = 4
 
 
-@handles(ApiKey.INIT_PRODUCER_ID, "0-4")
+@handles(ApiKey.INIT_PRODUCER_ID, "0-5")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     transactional_id = request["transactional_id"]
     if transactional_id == "":

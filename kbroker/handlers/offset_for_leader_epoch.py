@@ -1,14 +1,12 @@
 """OffsetForLeaderEpoch (23), versions 2-4: the end offset of a leader epoch.
 
-kbroker has one leader epoch, 0, starting at the beginning of every log. As Kafka's
-leader epoch cache answers: epoch 0 ends at the log end offset; an epoch above the
-latest has no end offset (epoch -1, offset -1, no error); -1 likewise. A consumer's
-current_leader_epoch is checked first: older than 0 is FENCED_LEADER_EPOCH, newer is
-UNKNOWN_LEADER_EPOCH (both make clients refresh metadata and retry).
-
-In cluster mode the current epoch is the controller's (and a broker that does not lead the partition
-answers NOT_LEADER_OR_FOLLOWER); any epoch up to the current one ends at the log end offset, since no
-leader epoch cache records where each began yet.
+The answer comes from the partition's leader epoch cache (kbroker/log/leader_epoch.py, Kafka's
+leader-epoch-checkpoint): the current epoch ends at the log end offset, an older one where the next
+higher one began (reported with the highest epoch at or below it); an epoch above the current one,
+or -1, has no end offset (epoch -1, offset -1, no error). A single broker's epoch is always 0; in
+cluster mode the current epoch is the controller's (and a broker that does not lead the partition
+answers NOT_LEADER_OR_FOLLOWER). A consumer's current_leader_epoch is checked first: older is
+FENCED_LEADER_EPOCH, newer UNKNOWN_LEADER_EPOCH (both make clients refresh metadata and retry).
 """
 
 from __future__ import annotations
@@ -45,18 +43,17 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _end_offset(ctx: RequestContext, topic: str, partition: dict[str, Any]) -> dict[str, Any]:
     index = partition["partition"]
-    log = ctx.broker.logs.get_log(topic, index)
+    log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _answer(index, missing_log_error(ctx, topic, index))
     code, current = leadership_error(ctx, topic, index, partition["current_leader_epoch"])
     if code is not None:
         return _answer(index, code)
     requested = partition["leader_epoch"]
-    if requested > current or requested < (current if ctx.broker.cluster is None else 0):
+    if requested > current:
         return _answer(index, ErrorCode.NONE)
-    # the log end offset for the current epoch; in cluster mode for an earlier one too, until a leader
-    # epoch cache records where each epoch began (replication)
-    return _answer(index, ErrorCode.NONE, requested, log.log_end_offset)
+    epoch, end_offset = log.end_offset_for_epoch(requested, current)
+    return _answer(index, ErrorCode.NONE, epoch, end_offset)
 
 
 def _answer(index: int, code: ErrorCode, epoch: int = UNDEFINED, end_offset: int = UNDEFINED) -> dict[str, Any]:

@@ -1,9 +1,9 @@
 """Produce (0): validate one record batch per partition and append it, as Kafka's leader does.
 
-Versions 3-11 are implemented. ApiVersions advertises Produce from v0, as Kafka 4
-does (KAFKA-18659): librdkafka before 2.11 only compresses when it sees v0 in the
-range. Like Kafka 4, kbroker still refuses v0-v2 requests: the connection layer
-closes the connection on a version outside 3-11, which is what Kafka's socket
+Versions 3-12 are implemented (v12: transactions v2, KIP-890). ApiVersions advertises
+Produce from v0, as Kafka 4 does (KAFKA-18659): librdkafka before 2.11 only compresses
+when it sees v0 in the range. Like Kafka 4, kbroker still refuses v0-v2 requests: the connection layer
+closes the connection on a version outside 3-12, which is what Kafka's socket
 server does ("unsupported version").
 
 Per partition, in Kafka's order: exactly one v2 batch (INVALID_RECORD), zstd only
@@ -34,6 +34,11 @@ appended; a gap or a stale epoch is refused (OUT_OF_ORDER_SEQUENCE_NUMBER,
 INVALID_PRODUCER_EPOCH). A transactional batch must belong to its producer's ongoing
 transaction, with this partition added to it (AddPartitionsToTxn), else INVALID_TXN_STATE
 (INVALID_PRODUCER_EPOCH for an older epoch), as Kafka's partition verification answers.
+From v12 (transactions v2) a transactional batch adds its partition to the transaction
+itself: the leader asks the coordinator (here, directly) before appending, as Kafka's
+AddPartitionsToTxnManager does; a fenced producer gets INVALID_PRODUCER_EPOCH and a
+coordinator that cannot answer now NOT_ENOUGH_REPLICAS (retriable without a metadata
+refresh), as Kafka translates them.
 
 acks=0 gets no response; if any partition failed, the connection is closed instead,
 as Kafka does, so that the producer notices. acks=-1 waits for the fsync when the
@@ -77,8 +82,70 @@ class PartitionError(Exception):
         self.message = message
 
 
-@handles(ApiKey.PRODUCE, "3-11", advertise_min=0)
+FIRST_IMPLICIT_ADD_VERSION = 12
+# coordinator answers Kafka's leader turns into a produce error clients retry (ReplicaManager)
+_RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset(
+    {
+        ErrorCode.CONCURRENT_TRANSACTIONS,
+        ErrorCode.COORDINATOR_LOAD_IN_PROGRESS,
+        ErrorCode.COORDINATOR_NOT_AVAILABLE,
+        ErrorCode.NOT_COORDINATOR,
+    }
+)
+
+
+@handles(ApiKey.PRODUCE, "3-12", advertise_min=0)
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION and request["transactional_id"]:
+        joining = _transactional_partitions(ctx, request)
+        if joining is not None:
+            return _add_then_produce(ctx, request, *joining)
+    return _produce(ctx, request, {})
+
+
+def _transactional_partitions(
+    ctx: RequestContext, request: dict[str, Any]
+) -> tuple[int, int, set[tuple[str, int]]] | None:
+    """(producer id, epoch, partitions) of the request's transactional batches, None if it has none."""
+    found: tuple[int, int] | None = None
+    partitions: set[tuple[str, int]] = set()
+    for topic in request["topic_data"]:
+        for partition in topic["partition_data"]:
+            records = partition["records"]
+            if records is None or len(records) < HEADER_SIZE or records[16] != 2:
+                continue  # check_batch refuses it later
+            batch = RecordBatch(records)
+            if batch.is_transactional and ctx.broker.logs.get_partition(topic["name"], partition["index"]):
+                found = found or (batch.producer_id, batch.producer_epoch)
+                partitions.add((topic["name"], partition["index"]))
+    return None if found is None else (found[0], found[1], partitions)
+
+
+async def _add_then_produce(
+    ctx: RequestContext, request: dict[str, Any], producer_id: int, epoch: int, partitions: set[tuple[str, int]]
+) -> Any:
+    """Transactions v2: add the partitions to the producer's transaction, then append."""
+    try:
+        error = await transaction_coordinator(ctx.broker).add_partitions(
+            request["transactional_id"], producer_id, epoch, partitions
+        )
+    except KafkaProtocolError as failure:
+        error = failure.code
+    if error is ErrorCode.PRODUCER_FENCED:
+        error = ErrorCode.INVALID_PRODUCER_EPOCH
+    elif error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+        error = ErrorCode.NOT_ENOUGH_REPLICAS
+    if error is not ErrorCode.NONE:
+        ctx.log.info("produce_txn_partitions_refused", producer_id=producer_id, epoch=epoch, error=error.name)
+    result = _produce(ctx, request, dict.fromkeys(partitions, error) if error is not ErrorCode.NONE else {})
+    if result is not None and not isinstance(result, dict):
+        result = await result
+    return result
+
+
+def _produce(
+    ctx: RequestContext, request: dict[str, Any], refused_by_coordinator: dict[tuple[str, int], ErrorCode]
+) -> Any:
     acks = request["acks"]
     pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
     refused: list[str] = []
@@ -92,6 +159,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
                 result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
             elif name in denied:
                 result = _error(partition["index"], denied[name], None, None)
+            elif (name, partition["index"]) in refused_by_coordinator:
+                code = refused_by_coordinator[(name, partition["index"])]
+                result = _error(partition["index"], code, None, "the transaction coordinator refused the partition")
             else:
                 result = _produce_partition(ctx, name, partition, acks, pending, refused)
             failed = failed or result["error_code"] != 0

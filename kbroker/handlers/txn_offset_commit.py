@@ -6,6 +6,9 @@ fenced epoch. v3 carries the consumer's member id, generation and instance id, c
 against the group as Kafka does (KIP-447: UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION,
 FENCED_INSTANCE_ID). The offsets are written as a transactional batch of the producer
 and become visible to OffsetFetch when the transaction commits (dropped on abort).
+v4 only widens the errors (TRANSACTION_ABORTABLE). v5 is transactions v2 (KIP-890): the
+client sends no AddOffsetsToTxn, the group's offsets partition joins the transaction here
+(a fenced producer gets INVALID_PRODUCER_EPOCH, as Kafka's verification answers).
 """
 
 from __future__ import annotations
@@ -23,8 +26,10 @@ from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
 
+FIRST_IMPLICIT_ADD_VERSION = 5
 
-@handles(ApiKey.TXN_OFFSET_COMMIT, "0-3")
+
+@handles(ApiKey.TXN_OFFSET_COMMIT, "0-5")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = request["topics"] or []
     try:
@@ -60,7 +65,16 @@ async def _commit(
     runtime = group_runtime(ctx.broker)
     producer_id, epoch = request["producer_id"], request["producer_epoch"]
     offsets_partition = (OFFSETS_TOPIC, runtime.store.partition_for(group_id))
-    error = transaction_coordinator(ctx.broker).verify_partition(producer_id, epoch, offsets_partition)
+    coordinator = transaction_coordinator(ctx.broker)
+    if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION:
+        error = await coordinator.add_partitions(
+            request["transactional_id"] or "", producer_id, epoch, {offsets_partition}
+        )
+        if error is ErrorCode.PRODUCER_FENCED:
+            error = ErrorCode.INVALID_PRODUCER_EPOCH
+        if error is not ErrorCode.NONE:
+            return error, {}
+    error = coordinator.verify_partition(producer_id, epoch, offsets_partition)
     if error is not ErrorCode.NONE:
         return error, {}
     errors, valid = check_offsets(ctx, runtime, topics)

@@ -10,6 +10,7 @@ import structlog
 from aiohttp import web
 
 from kbroker.http.auth import auth_middleware
+from kbroker.http.console import add_console_routes
 from kbroker.http.explain import Explain
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
 from kbroker.http.queues import BROKER_KEY, CONSUMERS_KEY, queue_socket
@@ -62,6 +63,7 @@ class HttpGateway:
         explain = Explain(self.broker)
         app.router.add_get("/v1/explain/groups", explain.groups)
         app.router.add_get("/v1/explain/transactions", explain.transactions)
+        add_console_routes(app, self.broker)
         controls = self.broker.test_controls
         if controls is not None and self.broker.config.get_bool("kbroker.testing.admin.enable"):
             from kbroker.http.testing_admin import add_testing_routes

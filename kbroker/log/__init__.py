@@ -15,10 +15,13 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
   LogConfig.from_properties({"retention.ms": "60000"}, base=None) -> LogConfig   (InvalidConfigError)
   to_properties(config) -> dict[str, str]
 
-  LogManager(data_dir, default_config=None, *, executor=None, flush_threads=4, retention_check_interval_ms=300_000,
-             checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000, open_files=None)
+  LogManager(data_dir, default_config=None, *, log_dirs=None, executor=None, flush_threads=4,
+             retention_check_interval_ms=300_000, checkpoint_interval_ms=60_000, flush_check_interval_ms=1_000,
+             open_files=None)          log_dirs: every data directory (data_dir first; default just data_dir)
     .startup() -> None                  load + recover; .had_clean_shutdown tells which;
-                                        .offline_partitions: {(topic, partition): reason} that failed to load
+                                        .offline_partitions: {(topic, partition): reason} that failed to load;
+                                        DuplicateLogDirectoryError: a partition in two data directories
+    .log_dir_of(tp) -> Path | None      the data directory holding a partition; .partition_counts() per directory
     await .shutdown() -> None           flush all, checkpoints, clean-shutdown marker
     .abort() -> None                    close without flush or marker (next start recovers)
     .create_topic(name, partitions, *, configs=None, topic_id=None) -> TopicMetadata
@@ -35,18 +38,22 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
 
   PartitionLog.open(directory, config=None, *, log_start_offset=0, recovery_point=0, clean_shutdown=False,
                     executor=None, files=None) -> PartitionLog
-    .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None) -> AppendInfo
-        rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file on return
+    .append(buffer: bytearray | memoryview (writable), *, leader_epoch=0, now=None, assign_offsets=True)
+        -> AppendInfo: rewrites base offset / leader epoch (and LogAppendTime) in place; data is in the file
+        on return; assign_offsets=False (a follower) keeps the batches' offsets, rising from the log end
     await .wait_for_ack(info, acks) -> None      fsync first when fsync_before_ack (acks=-1) or flush.messages
     await .flush(offset=None) -> None            group commit, off the event loop
-    .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True) -> LogReadResult
+    .read(fetch_offset, max_bytes, *, max_offset=None, min_one_batch=True, to_log_end=False) -> LogReadResult
+        bounded by the high watermark (to_log_end: the log end offset, a follower's fetch)
         .region: FileRegion(fd, position, size, data=None) | None -> os.sendfile(sock, fd, position, size)
                  or .read(); fd valid until the loop's next iteration; .data: the bytes already (send those)
         offsets need not be dense: a fetch_offset inside a gap starts at the next batch
     .fetch_offset_by_timestamp(ts) -> TimestampAndOffset | None   ts >= 0, or LATEST/EARLIEST/MAX_TIMESTAMP
     .delete_records(offset) -> int               new log start offset (-1: the high watermark)
     .batches(start_offset=None) -> Iterator[RecordBatch]   whole-log walk for state rebuilds (not fetches)
-    .delete_old_segments(now=None) -> int;  .roll() -> LogSegment
+    .delete_old_segments(now=None) -> int;  .roll() -> LogSegment;  .truncate_to(offset) -> bool
+    .start_replication(high_watermark=None);  .update_high_watermark(offset, only_forward=True) -> bool;
+    .stop_replication()                          high watermark apart from the log end (else HW = LEO)
     .log_start_offset, .log_end_offset, .high_watermark, .recovery_point, .size_in_bytes
     .offline: str | None                         set after a failed fsync: appends raise LogOfflineError
     await .shutdown();  .close()
@@ -54,7 +61,9 @@ Public API (all on the event loop thread; only fsyncs run in the manager's execu
   UnifiedLog(local, producer_config=None, on_append=None)
     .append_as_leader(records, origin=AppendOrigin.CLIENT) -> AppendInfo   RecordBatch (CLIENT) or buffer;
         a CLIENT batch's records are validated first (validator.py: RecordValidationError, with Kafka's code)
-    .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs
+    .append_as_follower(buffer) -> AppendInfo    batches carrying offsets and leader epochs (gaps kept)
+    .truncate_to(offset) -> bool                 a diverged follower: log, epochs, producer state, index
+    .leader_epochs: LeaderEpochCache;  .end_offset_for_epoch(epoch, current_epoch=-1) -> (epoch, offset)
     .producer_state() -> ProducerStateManager;  .last_stable_offset();  .collect_aborted(fetch, upper)
     .read(...), .wait_for_ack(...), .log_start_offset, .log_end_offset, .high_watermark, .config, .local
 

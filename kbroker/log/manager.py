@@ -1,13 +1,21 @@
-"""LogManager: the data directory, its topics and partition logs, and their periodic duties.
+"""LogManager: the data directories (log.dirs), their topics and partition logs, and their periodic duties.
 
-Data directory layout:
+Each data directory (`log.dirs`; the first is `data_dir`) holds its own partitions and checkpoints:
 
-    <data-dir>/.kafka_cleanshutdown              written by an orderly stop, removed at start
-    <data-dir>/recovery-point-offset-checkpoint  "topic partition offset" lines (checkpoint.py)
-    <data-dir>/log-start-offset-checkpoint
-    <data-dir>/topics.d/<topic>.json             topic id, partition count, config overrides
-    <data-dir>/<topic>-<partition>/              segments + partition.metadata
-    <data-dir>/<topic>-<partition>.<id>-delete/  a deleted partition, removed at next start
+    <dir>/.kafka_cleanshutdown              written by an orderly stop, removed at start
+    <dir>/recovery-point-offset-checkpoint  "topic partition offset" lines (checkpoint.py), its partitions only
+    <dir>/log-start-offset-checkpoint
+    <dir>/replication-offset-checkpoint     high watermarks (a single replica's is its log end offset)
+    <dir>/<topic>-<partition>/              segments + partition.metadata
+    <dir>/<topic>-<partition>.<id>-delete/  a deleted partition, removed at next start
+
+and the first one also the topics:
+
+    <data-dir>/topics.d/<topic>.json        topic id, partition count, config overrides
+
+A new partition goes to the directory holding the fewest partitions (the first of those on a tie), as
+Kafka places them. A partition found in two directories stops the start-up (DuplicateLogDirectoryError):
+which copy is right is for an operator to say, as in Kafka.
 """
 
 from __future__ import annotations
@@ -17,7 +25,8 @@ import re
 import shutil
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections import Counter
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 
@@ -50,11 +59,16 @@ log = structlog.get_logger(__name__)
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"  # high watermarks, as Kafka's
 DELETE_SUFFIX = "-delete"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _DELETED_DIR = re.compile(r"^(.+)-(\d+)\.[0-9a-f]{32}-delete$")
 
 TopicPartition = tuple[str, int]
+
+
+class DuplicateLogDirectoryError(Exception):
+    """One partition has a directory in two data directories: the broker refuses to start."""
 
 
 class LogManager:
@@ -65,6 +79,7 @@ class LogManager:
         data_dir: Path | str,
         default_config: LogConfig | None = None,
         *,
+        log_dirs: Sequence[Path | str] | None = None,
         executor: Executor | None = None,
         flush_threads: int = 4,
         retention_check_interval_ms: int = 300_000,
@@ -75,6 +90,8 @@ class LogManager:
         clock: Clock = REAL_CLOCK,
     ) -> None:
         self.data_dir = Path(data_dir)
+        # every data directory, data_dir first (it also keeps topics.d)
+        self.log_dirs = list(dict.fromkeys([self.data_dir, *(Path(d) for d in log_dirs or ())]))
         self.clock = clock  # what the periodic duties read and sleep on (retention; a test's virtual clock)
         # a bound on open segment descriptors, from RLIMIT_NOFILE (see files.py)
         self.open_files = open_files if open_files is not None else OpenFiles.for_process()
@@ -88,47 +105,62 @@ class LogManager:
         # every partition's on_append event (UnifiedLog): listeners(log, info, size) subscribe here once
         self.on_append: list[AppendListener] = []
         self.had_clean_shutdown = False
+        self.checkpointed_high_watermarks: dict[TopicPartition, int] = {}
         self.fresh_directory = False  # nothing was ever stored here: no recovery to speak of
         self._topics: dict[str, TopicMetadata] = {}
         self._configs: dict[str, LogConfig] = {}
         self._logs: dict[TopicPartition, UnifiedLog] = {}
         self._retired: list[tuple[int, PartitionLog, Path]] = []  # deleted topics' logs: close after, moved to
         self.offline_partitions: dict[TopicPartition, str] = {}  # could not be loaded: KAFKA_STORAGE_ERROR
+        self._offline_dirs: dict[TopicPartition, Path] = {}  # where each offline partition lies
 
     # -- startup and shutdown ------------------------------------------
     def startup(self) -> None:
         """Load every topic and partition; recover them when the last stop was not clean."""
         started = time.perf_counter()
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        marker = self.data_dir / CLEAN_SHUTDOWN_FILE
-        self.had_clean_shutdown = marker.exists()
-        # Every start writes the recovery-point checkpoint, so its absence means no broker ever ran here.
-        self.fresh_directory = not self.had_clean_shutdown and not (self.data_dir / RECOVERY_POINT_CHECKPOINT).exists()
-        recovery_points = read_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT)
-        start_offsets = read_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT)
+        for directory in self.log_dirs:
+            directory.mkdir(parents=True, exist_ok=True)
+        clean = {d: (d / CLEAN_SHUTDOWN_FILE).exists() for d in self.log_dirs}
+        self.had_clean_shutdown = all(clean.values())
+        # Every start writes the recovery-point checkpoints, so their absence means no broker ever ran here.
+        self.fresh_directory = not any(clean.values()) and not any(
+            (d / RECOVERY_POINT_CHECKPOINT).exists() for d in self.log_dirs
+        )
+        # the high watermarks at the last checkpoint: where a replicated partition starts again
+        self.checkpointed_high_watermarks = {}
+        for directory in self.log_dirs:
+            self.checkpointed_high_watermarks.update(read_checkpoint(directory / REPLICATION_OFFSET_CHECKPOINT))
         deleting = self._remove_deleted_dirs()
         self._load_topics(deleting)
-        for directory in sorted(self.data_dir.iterdir()):
-            match = _PARTITION_DIR.match(directory.name)
-            if match and directory.is_dir():
-                tp = (match.group(1), int(match.group(2)))
+        found = self._find_partition_dirs()
+        for directory in self.log_dirs:
+            recovery_points = read_checkpoint(directory / RECOVERY_POINT_CHECKPOINT)
+            start_offsets = read_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT)
+            for tp, partition_dir in found.items():
+                if partition_dir.parent != directory:
+                    continue
                 try:
-                    self._load_partition(directory, tp, recovery_points.get(tp, 0), start_offsets.get(tp, 0))
+                    self._load_partition(
+                        partition_dir, tp, recovery_points.get(tp, 0), start_offsets.get(tp, 0), clean[directory]
+                    )
                 except KafkaStorageError as error:
                     log.error("partition_offline", topic=tp[0], partition=tp[1], error=str(error))
                     self.offline_partitions[tp] = str(error)
+                    self._offline_dirs[tp] = directory
         for metadata in list(self._topics.values()):
             for partition in range(metadata.partitions):
                 tp = (metadata.name, partition)
                 if tp not in self._logs and tp not in self.offline_partitions:
                     self._create_partition(metadata, partition)
-        if self.had_clean_shutdown:
-            marker.unlink()
-            fsync_directory(self.data_dir)
+        for directory, was_clean in clean.items():
+            if was_clean:
+                (directory / CLEAN_SHUTDOWN_FILE).unlink()
+                fsync_directory(directory)
         self.write_checkpoints()
         log.info(
             "log_manager_started",
             data_dir=str(self.data_dir),
+            **({"log_dirs": len(self.log_dirs)} if len(self.log_dirs) > 1 else {}),
             **({"fresh_directory": True} if self.fresh_directory else {"clean_shutdown": self.had_clean_shutdown}),
             topics=len(self._topics),
             partitions=len(self._logs),
@@ -157,14 +189,52 @@ class LogManager:
     def _unified(self, local: PartitionLog) -> UnifiedLog:
         return UnifiedLog(local, self.producer_state_config, self.on_append)
 
+    def _find_partition_dirs(self) -> dict[TopicPartition, Path]:
+        """Every partition directory of every data directory; one partition in two stops the start."""
+        found: dict[TopicPartition, Path] = {}
+        for log_dir in self.log_dirs:
+            for directory in sorted(log_dir.iterdir()):
+                match = _PARTITION_DIR.match(directory.name)
+                if not (match and directory.is_dir()):
+                    continue
+                tp = (match.group(1), int(match.group(2)))
+                if tp in found:
+                    raise DuplicateLogDirectoryError(
+                        f"partition {tp[0]}-{tp[1]} has a directory in two data directories, {found[tp].parent} "
+                        f"and {log_dir}: remove the copy that should not be there (the one on the volume that "
+                        "failed or was restored last) and start again"
+                    )
+                found[tp] = directory
+        return found
+
     def _remove_deleted_dirs(self) -> set[str]:
         topics = set()
-        for directory in self.data_dir.iterdir():
-            match = _DELETED_DIR.match(directory.name)
-            if match:
-                topics.add(match.group(1))
-                shutil.rmtree(directory, ignore_errors=True)
+        for log_dir in self.log_dirs:
+            for directory in log_dir.iterdir():
+                match = _DELETED_DIR.match(directory.name)
+                if match:
+                    topics.add(match.group(1))
+                    shutil.rmtree(directory, ignore_errors=True)
         return topics
+
+    def log_dir_of(self, tp: TopicPartition) -> Path | None:
+        """The data directory holding the partition (None: no such partition)."""
+        unified = self._logs.get(tp)
+        if unified is not None:
+            return unified.local.directory.parent
+        return self._offline_dirs.get(tp)
+
+    def partition_counts(self) -> dict[Path, int]:
+        """How many partitions each data directory holds (offline ones included)."""
+        counts = Counter({d: 0 for d in self.log_dirs})
+        counts.update(unified.local.directory.parent for unified in self._logs.values())
+        counts.update(self._offline_dirs.values())
+        return dict(counts)
+
+    def _next_log_dir(self) -> Path:
+        """Where a new partition goes: the directory with the fewest partitions, the first on a tie."""
+        counts = self.partition_counts()
+        return min(self.log_dirs, key=lambda d: counts.get(d, 0))
 
     def _load_topics(self, deleting: set[str]) -> None:
         topics_dir = self.data_dir / TOPICS_DIR
@@ -179,14 +249,16 @@ class LogManager:
             except (ValueError, KeyError, InvalidConfigError) as error:
                 log.error("topic_metadata_unreadable", path=str(path), error=str(error))
                 continue
-            partition_dirs = [self.data_dir / f"{metadata.name}-{p}" for p in range(metadata.partitions)]
+            partition_dirs = [d / f"{metadata.name}-{p}" for d in self.log_dirs for p in range(metadata.partitions)]
             if metadata.name in deleting and not any(d.exists() for d in partition_dirs):
                 path.unlink()  # a deletion interrupted after its directories were renamed
                 continue
             self._topics[metadata.name] = metadata
             self._configs[metadata.name] = config
 
-    def _load_partition(self, directory: Path, tp: TopicPartition, recovery_point: int, start: int) -> None:
+    def _load_partition(
+        self, directory: Path, tp: TopicPartition, recovery_point: int, start: int, clean_shutdown: bool
+    ) -> None:
         topic, partition = tp
         metadata = self._topics.get(topic)
         if metadata is None:
@@ -203,7 +275,7 @@ class LogManager:
             self._configs[topic],
             log_start_offset=start,
             recovery_point=recovery_point,
-            clean_shutdown=self.had_clean_shutdown,
+            clean_shutdown=clean_shutdown,
             executor=self.executor,
             files=self.open_files,
         )
@@ -223,7 +295,8 @@ class LogManager:
         for _, partition_log, _ in self._retired:
             await partition_log.idle()
         self.write_checkpoints()
-        write_atomically(self.data_dir / CLEAN_SHUTDOWN_FILE, b"")
+        for directory in self.log_dirs:
+            write_atomically(directory / CLEAN_SHUTDOWN_FILE, b"")
         self._close_retired(force=True)
         if self._own_executor:
             self.executor.shutdown(wait=True)
@@ -260,14 +333,14 @@ class LogManager:
         self._configs[name] = config
         for partition in range(partitions):
             self._create_partition(metadata, partition)
-        fsync_directory(self.data_dir)
+        self._fsync_log_dirs()
         log.info("topic_created", topic=name, topic_id=str(metadata.topic_id), partitions=partitions)
         return metadata
 
     def _create_partition(self, metadata: TopicMetadata, partition: int) -> PartitionLog:
-        directory = self.data_dir / f"{metadata.name}-{partition}"
-        if directory.exists():
-            shutil.rmtree(directory)  # a leftover: topics are created empty
+        for log_dir in self.log_dirs:  # a leftover in any directory: topics are created empty
+            shutil.rmtree(log_dir / f"{metadata.name}-{partition}", ignore_errors=True)
+        directory = self._next_log_dir() / f"{metadata.name}-{partition}"
         directory.mkdir()
         write_partition_metadata(directory, metadata.topic_id)
         unified = self._unified(
@@ -286,7 +359,7 @@ class LogManager:
         write_topic(self.data_dir, metadata)
         for partition in range(old, total):
             self._create_partition(metadata, partition)
-        fsync_directory(self.data_dir)
+        self._fsync_log_dirs()
         return metadata
 
     def set_topic_configs(self, name: str, configs: Mapping[str, str]) -> TopicMetadata:
@@ -324,10 +397,11 @@ class LogManager:
             unified.mark_deleted()  # its state goes, and it writes nothing into the (renamed) directory
             partition_log = unified.local
             suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"
-            target = self.data_dir / (name[: MAX_FILE_NAME - len(suffix)] + suffix)  # long names cut, as Kafka does
+            # in its own data directory; long names cut, as Kafka does
+            target = partition_log.directory.parent / (name[: MAX_FILE_NAME - len(suffix)] + suffix)
             partition_log.directory.rename(target)
             self._retired.append((now_ms() + delay, partition_log, target))
-        fsync_directory(self.data_dir)
+        self._fsync_log_dirs()
         topic_file(self.data_dir, name).unlink()
         fsync_directory(self.data_dir / TOPICS_DIR)
         del self._topics[name]
@@ -344,6 +418,10 @@ class LogManager:
             else:
                 keep.append((deadline, partition_log, moved_to))
         self._retired = keep
+
+    def _fsync_log_dirs(self) -> None:
+        for directory in self.log_dirs:
+            fsync_directory(directory)
 
     def _require_topic(self, name: str) -> TopicMetadata:
         metadata = self._topics.get(name)
@@ -419,9 +497,17 @@ class LogManager:
         return points, starts
 
     def write_checkpoints(self, offsets: tuple[dict, dict] | None = None) -> None:
+        """Each data directory's checkpoints, of the partitions it holds."""
         points, starts = offsets or self.checkpoint_offsets()
-        write_checkpoint(self.data_dir / RECOVERY_POINT_CHECKPOINT, points)
-        write_checkpoint(self.data_dir / LOG_START_OFFSET_CHECKPOINT, starts)
+        high_watermarks = {tp: partition_log.high_watermark for tp, partition_log in self.logs()}
+        for directory in self.log_dirs:
+            mine = {tp for tp in points if self.log_dir_of(tp) == directory}
+            write_checkpoint(directory / RECOVERY_POINT_CHECKPOINT, {tp: points[tp] for tp in mine})
+            write_checkpoint(directory / LOG_START_OFFSET_CHECKPOINT, {tp: starts[tp] for tp in mine if tp in starts})
+            write_checkpoint(
+                directory / REPLICATION_OFFSET_CHECKPOINT,
+                {tp: high_watermarks[tp] for tp in mine if tp in high_watermarks},
+            )
 
     async def run(self) -> None:
         """The periodic duties until cancelled: flush.ms, retention, checkpoints, file deletion."""

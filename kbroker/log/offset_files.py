@@ -10,7 +10,7 @@ import os
 import struct
 from pathlib import Path
 
-import crc32c
+from protocol import checksum
 
 _PREFIX = struct.Struct(">4shI")
 
@@ -34,7 +34,7 @@ def list_offset_files(directory: Path, suffix: str) -> list[tuple[int, Path]]:
 
 
 def seal(magic: bytes, version: int, body: bytes) -> bytes:
-    return _PREFIX.pack(magic, version, crc32c.crc32c(body)) + body
+    return _PREFIX.pack(magic, version, checksum.crc32c(body)) + body
 
 
 def unseal(data: bytes, magic: bytes, version: int, min_body: int, error: type[ValueError], what: str) -> memoryview:
@@ -45,7 +45,7 @@ def unseal(data: bytes, magic: bytes, version: int, min_body: int, error: type[V
     if found_magic != magic or found_version != version:
         raise error(f"not a version {version} {what} (magic {found_magic!r}, version {found_version})")
     body = memoryview(data)[_PREFIX.size :]
-    if crc32c.crc32c(body) != crc:
+    if checksum.crc32c(body) != crc:
         raise error(f"{what} CRC mismatch")
     return body
 

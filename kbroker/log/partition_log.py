@@ -143,6 +143,8 @@ class PartitionLog:
         self._synced_rolls = 0
         self._deleted: list[tuple[int, LogSegment]] = []  # (destroy after ms, segment)
         self.offline: str | None = None  # why appends are refused until a restart
+        self.replicated = False  # other replicas count: the high watermark moves apart from the log end
+        self._high_watermark = self.log_end_offset  # the checkpointed value once the manager restores it
         # derived per-partition state kept current with every append (e.g. kbroker.txn.transaction_index)
         self.append_listeners: list[AppendListener] = []
         self._commit = GroupCommit(
@@ -201,8 +203,39 @@ class PartitionLog:
 
     @property
     def high_watermark(self) -> int:
-        """Single replica: every appended batch is replicated, so HW = LEO."""
-        return self.segments[-1].next_offset
+        """The offset below which every in-sync replica has the data: what consumers may read.
+        Not replicated (a single broker, or the leader alone in its ISR) it is the log end offset,
+        as Kafka's leader advances it at once when it is its only in-sync replica; replicated it
+        moves by `update_high_watermark`, within [log start offset, log end offset]."""
+        log_end_offset = self.segments[-1].next_offset
+        if not self.replicated:
+            return log_end_offset
+        return min(max(self._high_watermark, self.log_start_offset), log_end_offset)
+
+    def start_replication(self, high_watermark: int | None = None) -> None:
+        """Other replicas count from now on: the high watermark stays where it is (or at the given
+        offset, e.g. the checkpointed one) until `update_high_watermark` moves it."""
+        if high_watermark is not None:
+            self._high_watermark = high_watermark
+        elif not self.replicated:
+            self._high_watermark = self.log_end_offset
+        self.replicated = True
+        self._high_watermark = self.high_watermark  # clamped to the log
+
+    def stop_replication(self) -> None:
+        """Back to a single replica: the high watermark follows the log end offset again."""
+        self.replicated = False
+        self._high_watermark = self.log_end_offset
+
+    def update_high_watermark(self, offset: int, *, only_forward: bool = True) -> bool:
+        """Move the high watermark to `offset` (clamped to the log); only forward unless told (a follower
+        takes its leader's, a truncation lowers it). True when it moved."""
+        before = self.high_watermark
+        target = min(max(offset, self.log_start_offset), self.log_end_offset)
+        if only_forward and target <= before:
+            return False
+        self._high_watermark = target
+        return self.high_watermark != before
 
     @property
     def size_in_bytes(self) -> int:
@@ -217,8 +250,17 @@ class PartitionLog:
 
     # -- append --------------------------------------------------------
     @_storage_errors
-    def append(self, buffer: bytearray | memoryview, *, leader_epoch: int = 0, now: int | None = None) -> AppendInfo:
+    def append(
+        self,
+        buffer: bytearray | memoryview,
+        *,
+        leader_epoch: int = 0,
+        now: int | None = None,
+        assign_offsets: bool = True,
+    ) -> AppendInfo:
         """Assign offsets to the batches in `buffer` (writable; rewritten in place) and write them.
+        `assign_offsets=False` (a follower): the batches keep their offsets, leader epochs and times;
+        they must rise from the log end offset, gaps allowed (compaction upstream).
 
         The data is in the file (the OS page cache) when this returns; durability
         is `wait_for_ack`'s business. Raises RecordTooLargeError, InvalidRecordError
@@ -228,9 +270,14 @@ class PartitionLog:
             raise LogOfflineError(f"{self.directory.name} is offline: {self.offline}")
         now = now_ms() if now is None else now
         append_time = now if self.config.log_append_time else -1
-        batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
+        if assign_offsets:
+            batches, next_offset, max_timestamp = self._assign_offsets(buffer, leader_epoch, append_time)
+        else:
+            batches, next_offset, max_timestamp = self._check_offsets(buffer)
         segment = self._maybe_roll(len(buffer), len(batches), next_offset - 1, now)
-        base_offset = self.log_end_offset
+        base_offset = self.log_end_offset if assign_offsets else batches[0].base_offset
+        if next_offset - 1 - segment.base_offset > MAX_RELATIVE_OFFSET:
+            raise InvalidRecordError(f"offset {next_offset - 1} too far above segment {segment.base_offset}")
         if segment.size == 0:
             segment.created_ms = now  # segment.ms counts from the first append
         try:
@@ -266,6 +313,27 @@ class PartitionLog:
             if append_time >= 0:
                 batch.set_log_append_time(append_time)
             batches.append(AppendedBatch(position, batch.size, offset, batch.last_offset, batch.max_timestamp))
+            max_timestamp = max(max_timestamp, batch.max_timestamp)
+            offset = batch.next_offset
+            position += batch.size
+        if not batches:
+            raise InvalidRecordError("no record batch to append")
+        return batches, offset, max_timestamp
+
+    def _check_offsets(self, buffer: bytearray | memoryview) -> tuple[list[AppendedBatch], int, int]:
+        offset = self.log_end_offset
+        batches: list[AppendedBatch] = []
+        max_timestamp = -1
+        position = 0
+        while position < len(buffer):
+            batch = RecordBatch(buffer, position)
+            if batch.last_offset_delta < 0 or batch.base_offset < offset:
+                raise InvalidRecordError(
+                    f"batch at offset {batch.base_offset} (delta {batch.last_offset_delta}), log end {offset}"
+                )
+            batches.append(
+                AppendedBatch(position, batch.size, batch.base_offset, batch.last_offset, batch.max_timestamp)
+            )
             max_timestamp = max(max_timestamp, batch.max_timestamp)
             offset = batch.next_offset
             position += batch.size
@@ -349,14 +417,22 @@ class PartitionLog:
 
     @_storage_errors
     def read(
-        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        to_log_end: bool = False,
     ) -> LogReadResult:
         """Whole batches from the one holding `fetch_offset` (in an offset gap: the next one), up to
-        `max_bytes` (but always one batch when `min_one_batch`), below `max_offset` (default: the
-        high watermark), from one segment. Raises OffsetOutOfRangeError outside
+        `max_bytes` (but always one batch when `min_one_batch`), below `max_offset` and the high
+        watermark (`to_log_end`: the log end offset instead, Kafka's FetchIsolation.LOG_END, for a
+        follower's fetch and state rebuilds), from one segment. Raises OffsetOutOfRangeError outside
         [log start offset, log end offset]."""
         self._check_offset(fetch_offset)
-        bound = self.high_watermark if max_offset is None else min(max_offset, self.high_watermark)
+        limit = self.log_end_offset if to_log_end else self.high_watermark
+        bound = limit if max_offset is None else min(max_offset, limit)
         i = self._segment_for(fetch_offset)
         while fetch_offset < bound and i < len(self.segments):
             segment = self.segments[i]
@@ -380,7 +456,7 @@ class PartitionLog:
         log end, read in large chunks: for state rebuilds at startup, tools and tests, not fetches."""
         offset = self.log_start_offset if start_offset is None else start_offset
         while offset < self.log_end_offset:
-            data = self.read(offset, chunk_bytes).read()
+            data = self.read(offset, chunk_bytes, to_log_end=True).read()
             if not data:
                 return
             for batch in iter_batches(data):
@@ -526,6 +602,44 @@ class PartitionLog:
         self.segments[first:end] = [segment]
         self._bases[first:end] = [segment.base_offset]
         return segment
+
+    @_storage_errors
+    def truncate_to(self, offset: int, now: int | None = None) -> bool:
+        """Remove every batch at or past `offset` (a follower whose log diverged from its leader's, Kafka's
+        truncateTo): later segments go as retention's do, the one holding `offset` is cut at the first
+        batch reaching it. Below the log start, the log starts again empty at `offset`. False when
+        `offset` is not below the log end. No flush may be in flight (await `idle()` first)."""
+        if offset >= self.log_end_offset:
+            return False
+        if self._commit.in_flight:
+            raise KafkaStorageError(f"{self.directory.name}: truncation while a flush is in flight")
+        now = now_ms() if now is None else now
+        if offset < self.log_start_offset or offset <= self._bases[0]:
+            kept: list[LogSegment] = []
+        else:
+            kept = self.segments[: self._segment_for(offset) + 1]
+            if kept[-1].base_offset >= offset:
+                kept.pop()
+        for segment in self.segments[len(kept) :]:
+            segment.mark_deleted()
+            self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+        if not kept:
+            kept = [LogSegment.create(self.directory, offset, self.config, self.files)]
+            self.log_start_offset = offset
+        cut = kept[-1].truncate_to(offset)
+        self.segments = kept
+        self._bases = [segment.base_offset for segment in kept]
+        self.recovery_point = min(self.recovery_point, self.log_end_offset)
+        self._high_watermark = min(self._high_watermark, self.log_end_offset)
+        log.info(
+            "log_truncated",
+            topic=self.topic,
+            partition=self.partition,
+            offset=offset,
+            log_end_offset=self.log_end_offset,
+            bytes_cut=cut,
+        )
+        return True
 
     def purge_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
         """Close and remove segments deleted more than file.delete.delay.ms ago; return how many."""

@@ -22,8 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
-import crc32c
-
+from protocol import checksum
 from protocol.records import CRC_START, HEADER, HEADER_SIZE, LOG_OVERHEAD
 
 HEADER_CHUNK = 16 * 1024
@@ -192,7 +191,7 @@ def scan_and_index(
     max_timestamp = -1
     max_offset = base_offset + MAX_RELATIVE_OFFSET  # what the segment's indexes can hold
     unpack = _SCAN_HEADER.unpack_from
-    crc_of = crc32c.crc32c
+    crc_of = checksum.crc32c
     error = None
 
     def refill(at: int, need: int) -> int:
@@ -263,7 +262,7 @@ def find_next_batch(fd: int, start: int, end: int, min_base: int, max_last: int)
                     continue
                 if base < min_base or base + delta > max_last:
                     continue
-                if crc32c.crc32c(view[position + CRC_START : position + size]) == crc:
+                if checksum.crc32c(view[position + CRC_START : position + size]) == crc:
                     return position, base
             return None
         finally:

@@ -484,6 +484,17 @@ class LogSegment:
     def pread(self, position: int, size: int) -> bytes:
         return os.pread(self.fd, size, position)
 
+    def truncate_to(self, offset: int) -> int:
+        """Cut the batches whose last offset is at or past `offset` (file and indexes); the bytes cut."""
+        header = self.find_batch(offset)
+        if header is None:
+            return 0
+        cut = self.size - header.position
+        os.ftruncate(self.fd, header.position)
+        self.size = header.position
+        self.rebuild_indexes()  # the entries past the cut go; a header walk of what is left
+        return cut
+
     # -- lifecycle -----------------------------------------------------
     def close(self) -> None:
         if not self.closed:

@@ -35,9 +35,12 @@ import structlog
 
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import KafkaStorageError, LogOfflineError
+from kbroker.log.leader_epoch import CHECKPOINT_FILE, LeaderEpochCache
+from kbroker.log.leader_epoch_scan import epochs_in_log
 from kbroker.log.offset_files import list_offset_files
 from kbroker.log.partition_log import AppendInfo, LogReadResult, PartitionLog
 from kbroker.log.producer_scan import CONTROL_KEY_BYTES, NO_CONTROL_TYPE, control_record_type
+from kbroker.log.producer_snapshot import delete_snapshots, list_snapshots
 from kbroker.log.producer_state import (
     DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
     DEFAULT_EXPIRATION_MS,
@@ -49,7 +52,7 @@ from kbroker.log.producer_state import (
 from kbroker.log.producer_state_loader import LoadStats, rebuild_producer_state, take_snapshot, usable_snapshot
 from kbroker.log.segment import AppendedBatch
 from kbroker.log.txn_index import TransactionIndex
-from kbroker.log.txn_index_file import AbortedTxn
+from kbroker.log.txn_index_file import AbortedTxn, index_path
 from kbroker.log.validator import validate_records
 from protocol.errors import InvalidRecordError
 from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, RecordBatch
@@ -109,6 +112,7 @@ class UnifiedLog:
         self._appends = 0  # since the last snapshot
         self.last_load: LoadStats | None = None  # of the producer state
         local.append_listeners.append(self._follow_append)
+        self.leader_epochs = self._load_leader_epochs()
         try:
             self.load_state()
         except KafkaStorageError as error:  # the partition serves; the state loads again on first use
@@ -132,12 +136,62 @@ class UnifiedLog:
         return self.local.high_watermark
 
     def read(
-        self, fetch_offset: int, max_bytes: int, *, max_offset: int | None = None, min_one_batch: bool = True
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        *,
+        max_offset: int | None = None,
+        min_one_batch: bool = True,
+        to_log_end: bool = False,
     ) -> LogReadResult:
-        return self.local.read(fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch)
+        return self.local.read(
+            fetch_offset, max_bytes, max_offset=max_offset, min_one_batch=min_one_batch, to_log_end=to_log_end
+        )
 
     async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
         await self.local.wait_for_ack(info, acks)
+
+    # -- leader epochs ----------------------------------------------------------------
+    def _load_leader_epochs(self) -> LeaderEpochCache:
+        """The checkpoint, or for a log written before it existed the epochs its batch headers carry;
+        entries past the recovered log end (recorded before a write the crash lost) are dropped."""
+        local = self.local
+        try:
+            if (local.directory / CHECKPOINT_FILE).exists() or local.log_end_offset == 0:
+                cache = LeaderEpochCache.load(local.directory)
+            else:
+                cache = LeaderEpochCache(local.directory, epochs_in_log(local))
+                cache.truncate_from_start(local.log_start_offset)
+                cache.flush()
+            cache.truncate_from_end(local.log_end_offset)
+            cache.truncate_from_start(local.log_start_offset)
+        except OSError as error:  # the data is readable; an epoch cache rebuilt in memory serves until restart
+            log.error("leader_epoch_cache_failed", topic=self.topic, partition=self.partition, error=str(error))
+            cache = LeaderEpochCache(local.directory)
+        return cache
+
+    def _assign_epoch(self, epoch: int, start_offset: int) -> None:
+        try:
+            self.leader_epochs.assign(epoch, start_offset)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: leader epoch checkpoint failed: {error}") from error
+
+    def end_offset_for_epoch(self, epoch: int, current_epoch: int = -1) -> tuple[int, int]:
+        """(epoch, end offset) for OffsetForLeaderEpoch and a follower's divergence check: see
+        LeaderEpochCache.end_offset_for; (-1, -1) for an unknown higher epoch. `current_epoch` is the
+        leader's epoch when it has not written under it yet: it counts as starting at the log end offset
+        (Kafka records that entry when a replica becomes leader)."""
+        cache = self.leader_epochs
+        if cache.entries and cache.entries[0].start_offset < self.local.log_start_offset and not self.deleted:
+            try:
+                cache.truncate_from_start(self.local.log_start_offset)
+            except OSError as error:  # the answer is right in memory; the file follows on the next change
+                log.warning("leader_epoch_checkpoint_failed", topic=self.topic, error=str(error))
+        if current_epoch > cache.latest_epoch:
+            cache = LeaderEpochCache(self.local.directory, cache.entries)
+            cache.enabled = False  # a view: never written
+            cache.assign(current_epoch, self.local.log_end_offset)
+        return cache.end_offset_for(epoch, self.local.log_end_offset)
 
     # -- appends ----------------------------------------------------------------------
     def append_as_leader(
@@ -166,6 +220,9 @@ class UnifiedLog:
                     return self._duplicate_info(duplicate)
         else:
             buffer = records
+        # a leader's epoch never goes back: callers that do not know it (coordinators, markers) pass 0
+        leader_epoch = max(leader_epoch, self.leader_epochs.latest_epoch)
+        self._assign_epoch(leader_epoch, self.local.log_end_offset)  # recorded before the data, as Kafka
         info = self.local.append(buffer, leader_epoch=leader_epoch, now=now)
         if origin is AppendOrigin.MARKER and self._state is not None:
             self._state.producers.set_coordinator_epoch(RecordBatch(buffer).producer_id, coordinator_epoch)
@@ -174,18 +231,17 @@ class UnifiedLog:
 
     def append_as_follower(self, buffer: bytearray | memoryview) -> AppendInfo:
         """Store batches that carry their offsets and leader epochs already (replication): nothing is
-        checked against the producer state, which follows them. They must continue at the log end offset."""
+        checked against the producer state, which follows them. Their offsets rise from the log end
+        offset (gaps kept, as compaction upstream leaves them)."""
         if self.deleted:
             raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
         view = memoryview(buffer)
         groups = _follower_groups(view, self.local.log_end_offset, self.local.config.log_append_time)
         first: AppendInfo | None = None
         info: AppendInfo | None = None
-        for start, end, epoch, stamp in groups:
-            expected = self.local.log_end_offset
-            info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp)
-            if info.base_offset != expected:  # cannot happen: the groups were checked against the log end
-                raise KafkaStorageError(f"follower append landed at {info.base_offset}, not {expected}")
+        for start, end, epoch, stamp, base_offset in groups:
+            self._assign_epoch(epoch, base_offset)
+            info = self.local.append(view[start:end], leader_epoch=epoch, now=stamp, assign_offsets=False)
             self._appended(info, end - start)
             first = first or info
         assert first is not None and info is not None
@@ -197,6 +253,34 @@ class UnifiedLog:
             max(first.max_timestamp, info.max_timestamp),
             first.flush_required or info.flush_required,
         )
+
+    def truncate_to(self, offset: int) -> bool:
+        """Drop everything at or past `offset` (Kafka's truncateTo, for a follower whose log diverged):
+        the local log, the leader epochs starting there, the producer snapshots above it, and the
+        producer state and transaction index, reloaded from the newest snapshot left. False when
+        `offset` is not below the log end offset. No flush may be in flight (await `local.idle()`)."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        local = self.local
+        bases = [segment.base_offset for segment in local.segments]
+        if not local.truncate_to(offset):
+            return False
+        try:
+            self.leader_epochs.truncate_from_end(local.log_end_offset)
+            if local.log_start_offset == local.log_end_offset:
+                self.leader_epochs.clear()
+            delete_snapshots(path for at, path in list_snapshots(local.directory) if at > local.log_end_offset)
+            kept = {segment.base_offset for segment in local.segments}
+            for base in bases:
+                if base not in kept:
+                    index_path(local.directory, base).unlink(missing_ok=True)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
+        self._state = None
+        self._snapshot_offset = -1
+        self._segment_base = local.active_segment.base_offset
+        self.load_state()
+        return True
 
     def _appended(self, info: AppendInfo, size: int) -> None:
         for listener in self.on_append:
@@ -369,6 +453,7 @@ class UnifiedLog:
         if self.deleted or self._state is None:
             return
         self.take_snapshot()
+        self.end_offset_for_epoch(-1)  # the log start may have moved: the epoch cache follows
         producers = self._state.producers
         now = producers.clock() if now is None else now
         if now >= producers.next_expiration_check:
@@ -377,6 +462,7 @@ class UnifiedLog:
     def mark_deleted(self) -> None:
         """The partition's topic was deleted: drop the state, never write into the directory again."""
         self.deleted = True
+        self.leader_epochs.enabled = False
         self._state = None
         self.on_append = []
         if self._follow_append in self.local.append_listeners:
@@ -388,21 +474,23 @@ class UnifiedLog:
 
 def _follower_groups(
     view: memoryview, next_offset: int, log_append_time: bool
-) -> list[tuple[int, int, int, int | None]]:
-    """(start, end, leader epoch, append time) runs of consecutive batches that one local append can store
-    as they are: the same leader epoch, and under LogAppendTime one batch each (its own time is kept)."""
-    groups: list[tuple[int, int, int, int | None]] = []
+) -> list[tuple[int, int, int, int | None, int]]:
+    """(start, end, leader epoch, append time, base offset) runs of batches that one local append stores
+    as they are: the same leader epoch, and under LogAppendTime one batch each. Offsets must rise
+    from the log end offset; gaps (compacted away upstream) are kept, as Kafka's follower does."""
+    groups: list[tuple[int, int, int, int | None, int]] = []
     position = 0
     while position < len(view):
         batch = RecordBatch(view, position)
-        if batch.base_offset != next_offset:
-            raise InvalidRecordError(f"follower batch at offset {batch.base_offset}, expected {next_offset}")
+        if batch.base_offset < next_offset:
+            raise InvalidRecordError(f"follower batch at offset {batch.base_offset}, below {next_offset}")
         stamp = batch.max_timestamp if log_append_time else None
         end = position + batch.size
-        if groups and not log_append_time and groups[-1][2] == batch.partition_leader_epoch:
-            groups[-1] = (groups[-1][0], end, batch.partition_leader_epoch, None)
+        epoch = batch.partition_leader_epoch
+        if groups and not log_append_time and groups[-1][2] == epoch:
+            groups[-1] = (groups[-1][0], end, epoch, None, groups[-1][4])
         else:
-            groups.append((position, end, batch.partition_leader_epoch, stamp))
+            groups.append((position, end, epoch, stamp, batch.base_offset))
         next_offset = batch.next_offset
         position = end
     if not groups:

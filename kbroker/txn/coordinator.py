@@ -1,4 +1,4 @@
-"""TransactionCoordinator: Kafka's transaction coordinator (transaction version 1) on one node.
+"""TransactionCoordinator: Kafka's transaction coordinator (transaction versions 0-2) on one node.
 
 Runs on the event loop thread. Its I/O is injected, so unit tests drive it with a
 fake clock and in-memory writers:
@@ -29,7 +29,9 @@ import structlog
 
 from kbroker.log import LogError
 from kbroker.txn.transaction import (
+    MAX_EPOCH,
     NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
     TopicPartition,
     TransactionMetadata,
     TxnRecord,
@@ -59,6 +61,15 @@ class MarkerWriter(Protocol):
 class TxnConfig:
     max_timeout_ms: int = 900_000
     id_expiration_ms: int = 604_800_000
+
+
+@dataclass(frozen=True)
+class EndResult:
+    """EndTxn's answer; v5+ (transactions v2) returns the producer id and epoch to use next."""
+
+    error: ErrorCode
+    producer_id: int = -1
+    producer_epoch: int = NO_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True)
@@ -196,29 +207,63 @@ class TransactionCoordinator:
         return await self._transition(checked, checked.prepare_add_partitions(partitions, self.clock()))
 
     # -- EndTxn -----------------------------------------------------------------------------------
-    async def end_txn(self, transactional_id: str, producer_id: int, epoch: int, commit: bool) -> ErrorCode:
+    async def end_txn(
+        self, transactional_id: str, producer_id: int, epoch: int, commit: bool, client_version: int = 0
+    ) -> EndResult:
+        """Kafka's endTransaction; `client_version` 2 for EndTxn v5+ (transactions v2: the epoch is
+        bumped as the transaction ends and the answer names the producer's next id and epoch)."""
         metadata = self.transactions.get(transactional_id)
-        if metadata is None or metadata.producer_id != producer_id:
-            return E.INVALID_PRODUCER_ID_MAPPING
-        if metadata.producer_epoch != epoch:
-            return E.PRODUCER_FENCED
-        if metadata.pending is not None:
-            return E.CONCURRENT_TRANSACTIONS
+        if metadata is None:
+            return EndResult(E.INVALID_PRODUCER_ID_MAPPING)
         state = metadata.state
+        if metadata.client_version >= 2:
+            # the stored epoch was bumped by this producer's last EndTxn: the same epoch is the next
+            # transaction's, one less is a retry of the EndTxn that bumped it
+            retry_bump = metadata.producer_epoch == epoch + 1
+            retry_overflow = (
+                metadata.last_producer_id == producer_id and epoch == MAX_EPOCH - 1 and metadata.producer_epoch == 0
+            )
+            if state.is_preparing:
+                valid = retry_bump
+            elif state in (S.COMPLETE_COMMIT, S.COMPLETE_ABORT):
+                valid = retry_bump or retry_overflow
+            else:
+                valid = epoch == metadata.producer_epoch
+        else:
+            retry_overflow = False
+            valid = epoch == metadata.producer_epoch
+        if metadata.producer_id != producer_id and not retry_overflow:
+            return EndResult(E.INVALID_PRODUCER_ID_MAPPING)
+        if not valid:
+            return EndResult(E.PRODUCER_FENCED)
+        if metadata.pending is not None:
+            return EndResult(E.CONCURRENT_TRANSACTIONS)
         if state is S.ONGOING:
-            return await self._end(metadata, commit)
-        if state is S.COMPLETE_COMMIT:
-            return E.NONE if commit else E.INVALID_TXN_STATE  # a retry of a commit that completed
-        if state is S.COMPLETE_ABORT:
-            return E.NONE if not commit else E.INVALID_TXN_STATE
-        if state is S.PREPARE_COMMIT:
-            return E.CONCURRENT_TRANSACTIONS if commit else E.INVALID_TXN_STATE
-        if state is S.PREPARE_ABORT:
-            return E.CONCURRENT_TRANSACTIONS if not commit else E.INVALID_TXN_STATE
-        return E.INVALID_TXN_STATE  # Empty: nothing to end
+            next_producer_id = NO_PRODUCER_ID
+            if client_version >= 2 and is_epoch_exhausted(metadata.producer_epoch):
+                next_producer_id = self.generate_producer_id()
+            error = await self._end(metadata, commit, client_version=client_version, next_producer_id=next_producer_id)
+            if error is not E.NONE:
+                return EndResult(error)
+            return EndResult(E.NONE, metadata.producer_id, metadata.producer_epoch)
+        if (state is S.COMPLETE_COMMIT and commit) or (state is S.COMPLETE_ABORT and not commit):
+            return EndResult(E.NONE, metadata.producer_id, metadata.producer_epoch)  # a retry of a completed end
+        if (state is S.PREPARE_COMMIT and commit) or (state is S.PREPARE_ABORT and not commit):
+            return EndResult(E.CONCURRENT_TRANSACTIONS)
+        return EndResult(E.INVALID_TXN_STATE)  # Empty, or the other outcome than the one decided
 
-    async def _end(self, metadata: TransactionMetadata, commit: bool, *, fence: bool = False) -> ErrorCode:
-        record = metadata.prepare_end(commit, self.clock(), fence=fence)
+    async def _end(
+        self,
+        metadata: TransactionMetadata,
+        commit: bool,
+        *,
+        fence: bool = False,
+        client_version: int = 0,
+        next_producer_id: int = NO_PRODUCER_ID,
+    ) -> ErrorCode:
+        record = metadata.prepare_end(
+            commit, self.clock(), fence=fence, client_version=client_version, next_producer_id=next_producer_id
+        )
         error = await self._transition(metadata, record)
         if error is not E.NONE:
             return error
@@ -228,12 +273,13 @@ class TransactionCoordinator:
             result="commit" if commit else "abort",
             fenced=fence,
             partitions=len(metadata.partitions),
+            epoch=metadata.producer_epoch,
         )
         await self._complete(metadata)
         return E.NONE  # the outcome is decided; a failed completion is retried by complete_prepared
 
     async def _complete(self, metadata: TransactionMetadata) -> bool:
-        """Write the markers of a Prepare state, then its Complete state."""
+        """Write the markers of a Prepare state (with its epoch, bumped in v2), then its Complete state."""
         commit = metadata.state is S.PREPARE_COMMIT
         metadata.pending = S.COMPLETE_COMMIT if commit else S.COMPLETE_ABORT
         try:

@@ -99,6 +99,11 @@ class TxnRecord:
     partitions: frozenset[TopicPartition]
     start_timestamp: int  # -1 when no transaction is open
     last_update_timestamp: int
+    # transactions v2: the producer id the ending transaction rolls to (its epoch is exhausted)
+    next_producer_id: int = NO_PRODUCER_ID
+    # the transaction version of the last EndTxn (2: epochs bump per transaction), Kafka's
+    # clientTransactionVersion
+    client_version: int = 0
 
 
 @dataclass(eq=False)
@@ -115,6 +120,8 @@ class TransactionMetadata:
     partitions: set[TopicPartition] = field(default_factory=set)
     start_timestamp: int = -1
     last_update_timestamp: int = -1
+    next_producer_id: int = NO_PRODUCER_ID
+    client_version: int = 0
     pending: TxnState | None = None
 
     def record(self) -> TxnRecord:
@@ -128,6 +135,8 @@ class TransactionMetadata:
             frozenset(self.partitions),
             self.start_timestamp,
             self.last_update_timestamp,
+            self.next_producer_id,
+            self.client_version,
         )
 
     @classmethod
@@ -147,6 +156,8 @@ class TransactionMetadata:
         self.partitions = set(record.partitions)
         self.start_timestamp = record.start_timestamp
         self.last_update_timestamp = record.last_update_timestamp
+        self.next_producer_id = record.next_producer_id
+        self.client_version = record.client_version
 
     # -- transitions: each returns the record to write; `apply` it once written --------------
     def _next(self, state: TxnState, **changes: object) -> TxnRecord:
@@ -155,10 +166,13 @@ class TransactionMetadata:
         changes.setdefault("last_producer_id", self.producer_id)
         return replace(self.record(), state=state, **changes)  # type: ignore[arg-type]
 
+    def _init(self, **changes: object) -> TxnRecord:
+        """An InitProducerId transition: back to Empty, as a transaction version 0 client (Kafka's TV_0)."""
+        return self._next(S.EMPTY, next_producer_id=NO_PRODUCER_ID, client_version=0, **changes)
+
     def prepare_epoch_bump(self, timeout_ms: int, now: int, last_epoch: int = NO_PRODUCER_EPOCH) -> TxnRecord:
         """InitProducerId: the next epoch, an empty transaction."""
-        return self._next(
-            S.EMPTY,
+        return self._init(
             producer_epoch=self.producer_epoch + 1,
             last_producer_epoch=last_epoch,
             last_producer_id=self.producer_id,
@@ -170,14 +184,11 @@ class TransactionMetadata:
 
     def prepare_retry_epoch(self, timeout_ms: int, now: int) -> TxnRecord:
         """InitProducerId retried after a bump whose answer was lost: the same epoch again."""
-        return self._next(
-            S.EMPTY, timeout_ms=timeout_ms, partitions=frozenset(), start_timestamp=-1, last_update_timestamp=now
-        )
+        return self._init(timeout_ms=timeout_ms, partitions=frozenset(), start_timestamp=-1, last_update_timestamp=now)
 
     def prepare_producer_id_rotation(self, producer_id: int, timeout_ms: int, now: int, keep_last: bool) -> TxnRecord:
         """InitProducerId with an exhausted epoch: a new producer id at epoch 0."""
-        return self._next(
-            S.EMPTY,
+        return self._init(
             producer_id=producer_id,
             last_producer_id=self.producer_id,
             producer_epoch=0,
@@ -197,11 +208,18 @@ class TransactionMetadata:
             last_update_timestamp=now,
         )
 
-    def prepare_end(self, commit: bool, now: int, *, fence: bool = False) -> TxnRecord:
+    def prepare_end(
+        self, commit: bool, now: int, *, fence: bool = False, client_version: int = 0, next_producer_id: int = -1
+    ) -> TxnRecord:
         """EndTxn (or an abort by the coordinator): PrepareCommit/PrepareAbort.
 
         `fence` (timeouts, InitProducerId during a transaction): the abort bumps the epoch,
         so the current producer is fenced, and forgets the last epoch.
+        `client_version` 2 (transactions v2, KIP-890): the epoch is bumped as the transaction
+        ends (a fence bumps it once, whatever the version: Kafka 4.3 does the same), so no
+        write of the finished transaction can land afterwards; the markers carry the new
+        epoch. A producer whose epoch is exhausted names `next_producer_id`, its id once the
+        transaction is complete.
         """
         if fence:
             if self.state is not S.ONGOING or commit:
@@ -210,16 +228,42 @@ class TransactionMetadata:
                 self.record(),
                 state=S.PREPARE_ABORT,
                 last_producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch + 1,
+                producer_epoch=min(self.producer_epoch + 1, MAX_EPOCH),
                 last_producer_epoch=NO_PRODUCER_EPOCH,
+                next_producer_id=NO_PRODUCER_ID,
+                client_version=0,
                 last_update_timestamp=now,
             )
-        return self._next(S.PREPARE_COMMIT if commit else S.PREPARE_ABORT, last_update_timestamp=now)
+        state = S.PREPARE_COMMIT if commit else S.PREPARE_ABORT
+        if client_version >= 2:
+            return self._next(
+                state,
+                producer_epoch=self.producer_epoch + 1,
+                last_producer_epoch=self.producer_epoch,
+                next_producer_id=next_producer_id,
+                client_version=client_version,
+                last_update_timestamp=now,
+            )
+        return self._next(
+            state, next_producer_id=NO_PRODUCER_ID, client_version=client_version, last_update_timestamp=now
+        )
 
     def prepare_complete(self, now: int) -> TxnRecord:
-        if self.state is S.PREPARE_COMMIT:
-            return self._next(S.COMPLETE_COMMIT, partitions=frozenset(), last_update_timestamp=now)
-        return self._next(S.COMPLETE_ABORT, partitions=frozenset(), last_update_timestamp=now)
+        """CompleteCommit/CompleteAbort once the markers are written; a v2 transaction with a
+        `next_producer_id` moves to it, at epoch 0."""
+        state = S.COMPLETE_COMMIT if self.state is S.PREPARE_COMMIT else S.COMPLETE_ABORT
+        if self.client_version >= 2:
+            rotate = self.next_producer_id != NO_PRODUCER_ID
+            return self._next(
+                state,
+                producer_id=self.next_producer_id if rotate else self.producer_id,
+                producer_epoch=0 if rotate else self.producer_epoch,
+                last_producer_epoch=self.producer_epoch,
+                next_producer_id=NO_PRODUCER_ID,
+                partitions=frozenset(),
+                last_update_timestamp=now,
+            )
+        return self._next(state, partitions=frozenset(), last_update_timestamp=now)
 
     def has_expired(self, now: int, expiration_ms: int) -> bool:
         """transactional.id.expiration.ms: no transaction open and idle that long."""

@@ -4,7 +4,8 @@ Key:   version int16 (0), transactional id string
 Value: version int16 (0), producer id int64, last producer id int64, producer epoch int16,
        last producer epoch int16, timeout ms int32, state int8 (Kafka's state ids, see
        transaction.py), start timestamp int64, last update timestamp int64,
-       partition count int32, then per partition: topic string, partition int32
+       partition count int32, then per partition: topic string, partition int32;
+       version 1 then: next producer id int64, client transaction version int8 (transactions v2)
 A null value is a tombstone: the transactional id expired.
 Strings are an int16 length then UTF-8.
 """
@@ -16,11 +17,12 @@ import struct
 from kbroker.txn.transaction import TxnRecord, TxnState
 
 KEY_VERSION = 0
-VALUE_VERSION = 0
+VALUE_VERSION = 1  # written; 0 (no v2 fields) is still read
 
 _STRING_LENGTH = struct.Struct(">h")
 _VALUE_HEAD = struct.Struct(">hqqhhibqqi")
 _PARTITION = struct.Struct(">i")
+_V1_TAIL = struct.Struct(">qb")
 
 
 class TxnLogFormatError(ValueError):
@@ -75,13 +77,14 @@ def txn_value(record: TxnRecord) -> bytes:
     ]
     for topic, partition in sorted(record.partitions):
         parts.append(_string(topic) + _PARTITION.pack(partition))
+    parts.append(_V1_TAIL.pack(record.next_producer_id, record.client_version))
     return b"".join(parts)
 
 
 def parse_txn_value(value: bytes) -> TxnRecord:
     try:
         version, pid, last_pid, epoch, last_epoch, timeout, state, start, update, count = _VALUE_HEAD.unpack_from(value)
-        if version != VALUE_VERSION:
+        if version not in (0, VALUE_VERSION):
             raise TxnLogFormatError(f"unknown value version {version}")
         position = _VALUE_HEAD.size
         partitions = set()
@@ -90,9 +93,24 @@ def parse_txn_value(value: bytes) -> TxnRecord:
             (partition,) = _PARTITION.unpack_from(value, position)
             position += _PARTITION.size
             partitions.add((topic, partition))
+        next_pid, client_version = -1, 0
+        if version >= 1:
+            next_pid, client_version = _V1_TAIL.unpack_from(value, position)
         txn_state = TxnState.from_code(state)
     except (struct.error, UnicodeDecodeError, ValueError) as error:
         if isinstance(error, TxnLogFormatError):
             raise
         raise TxnLogFormatError(str(error)) from error
-    return TxnRecord(pid, last_pid, epoch, last_epoch, timeout, txn_state, frozenset(partitions), start, update)
+    return TxnRecord(
+        pid,
+        last_pid,
+        epoch,
+        last_epoch,
+        timeout,
+        txn_state,
+        frozenset(partitions),
+        start,
+        update,
+        next_pid,
+        client_version,
+    )

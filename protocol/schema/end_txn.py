@@ -2,12 +2,13 @@
 
 from protocol.schema.types import F, request, response
 
-# Kafka defines versions 0-5 (5 is transactions v2, returning the bumped producer epoch); we serve 0-3.
+# Versions 0-5: 4 widens the errors (TRANSACTION_ABORTABLE), 5 is transactions v2 (KIP-890),
+# answering the bumped producer epoch.
 
 REQUEST = request(
     "EndTxnRequest",
     26,
-    "0-3",
+    "0-5",
     "3+",
     [
         F("transactional_id", "string", "0+"),
@@ -21,7 +22,7 @@ REQUEST = request(
 RESPONSE = response(
     "EndTxnResponse",
     26,
-    "0-3",
+    "0-5",
     "3+",
     [
         F("throttle_time_ms", "int32", "0+"),

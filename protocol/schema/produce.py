@@ -5,7 +5,7 @@ from protocol.schema.types import F, Struct, request, response
 REQUEST = request(
     "ProduceRequest",
     0,
-    "0-11",
+    "0-12",
     "9+",
     [
         F("transactional_id", "string", "3+", nullable="3+", default=None),
@@ -32,7 +32,7 @@ REQUEST = request(
 RESPONSE = response(
     "ProduceResponse",
     0,
-    "0-11",
+    "0-12",
     "9+",
     [
         F(

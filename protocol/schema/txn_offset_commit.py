@@ -2,12 +2,13 @@
 
 from protocol.schema.types import F, request, response
 
-# Kafka defines versions 0-5 (4 and 5 only widen the error codes); we serve 0-3.
+# Versions 0-5: 4 widens the error codes, 5 is transactions v2 (the offsets partition joins the
+# transaction implicitly); the body is v3's.
 
 REQUEST = request(
     "TxnOffsetCommitRequest",
     28,
-    "0-3",
+    "0-5",
     "3+",
     [
         F("transactional_id", "string", "0+"),
@@ -41,7 +42,7 @@ REQUEST = request(
 RESPONSE = response(
     "TxnOffsetCommitResponse",
     28,
-    "0-3",
+    "0-5",
     "3+",
     [
         F("throttle_time_ms", "int32", "0+"),

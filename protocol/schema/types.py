@@ -17,6 +17,7 @@ and as objects:
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,6 +76,7 @@ class VersionRange:
 NO_VERSIONS = VersionRange(1, 0)
 
 
+@functools.cache  # the same few spans ("0+", "1-3") recur in every schema (start-up time)
 def parse_versions(text: str | None) -> VersionRange:
     """Parse Kafka's version notation: "3+", "1-4", "2", or "none"."""
     if text is None or text == "none":

@@ -14,15 +14,14 @@ def _api_versions(raw: RawClient, version: int) -> dict:
 def test_v4_lists_every_supported_feature(raw: RawClient) -> None:
     response = _api_versions(raw, 4)
     supported = {f["name"]: (f["min_version"], f["max_version"]) for f in response["supported_features"]}
-    assert supported == {"group.version": (0, 1), "transaction.version": (0, 0), "share.version": (0, 1)}
+    assert supported == {"group.version": (0, 1), "transaction.version": (0, 2), "share.version": (0, 1)}
     assert response["finalized_features_epoch"] == 0
 
 
-def test_transaction_version_is_not_finalized_at_2(raw: RawClient) -> None:
-    # A 4.x producer switches to transactions v2 (KIP-890) at transaction.version >= 2: kbroker does not
-    # implement its server side, so the level must stay below 2.
+def test_transaction_version_is_finalized_at_2(raw: RawClient) -> None:
+    # A 4.x producer switches to transactions v2 (KIP-890) at transaction.version >= 2, as with Kafka 4.3
     finalized = {f["name"]: f["max_version_level"] for f in _api_versions(raw, 4)["finalized_features"]}
-    assert finalized.get("transaction.version", 0) < 2
+    assert finalized.get("transaction.version") == 2
     assert finalized.get("group.version") == 1  # consumer-protocol groups (KIP-848), as Kafka 4.x
     assert finalized.get("share.version") == 1  # share groups, as Kafka 4.3 finalizes them
     assert all(level > 0 for level in finalized.values()), "a level-0 feature is never listed as finalized"

@@ -72,9 +72,9 @@ def test_an_empty_transactional_id_is_invalid(raw: RawClient) -> None:
         assert (answer["producer_id"], answer["producer_epoch"]) == (-1, -1)
 
 
-def test_init_producer_id_is_advertised_0_to_4(raw: RawClient) -> None:
+def test_init_producer_id_is_advertised_0_to_5(raw: RawClient) -> None:
     keys = {k["api_key"]: k for k in raw.call(ApiKey.API_VERSIONS, 3, {})["api_keys"]}
-    assert (keys[ApiKey.INIT_PRODUCER_ID]["min_version"], keys[ApiKey.INIT_PRODUCER_ID]["max_version"]) == (0, 4)
+    assert (keys[ApiKey.INIT_PRODUCER_ID]["min_version"], keys[ApiKey.INIT_PRODUCER_ID]["max_version"]) == (0, 5)
 
 
 def test_producer_ids_are_never_reused_across_restarts(tmp_path: Path) -> None:

@@ -272,3 +272,89 @@ def test_a_request_answered_at_once_gives_its_map_back_too() -> None:
     }
     pipe.feed(request(ApiKey.PRODUCE, 1, version=9, body=body))
     assert owner.correlation_ids() == [1] and pipe.reader.maps.kept_bytes >= 300_000
+
+
+# ----- client quotas (KIP-219): the answer goes out at once with throttle_time_ms, then reading stops
+
+
+class ThrottleOwner(Owner):
+    def __init__(self) -> None:
+        super().__init__()
+        self.timers: list[tuple[float, Callable[[], None]]] = []
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> None:
+        self.timers.append((delay, callback))
+
+
+def _quota_pipeline(handlers: dict[int, Handler]) -> tuple[RequestPipeline, ThrottleOwner, list[float]]:
+    from kbroker.quota.manager import Quotas
+    from kbroker.quota.store import ClientQuotaStore
+
+    clock = [1_000_000.0]
+    store = ClientQuotaStore()
+    store.alter(
+        [{"entity": [{"entity_type": "client-id", "entity_name": None}], "ops": [
+            {"key": "producer_byte_rate", "value": 1000.0, "remove": False}]}],
+        validate_only=False,
+    )  # fmt: skip
+    broker = type("FakeBroker", (), {"quotas": Quotas(store, clock=lambda: clock[0])})()
+
+    def new_context(header: RequestHeader) -> RequestContext:
+        ctx = context(header)
+        ctx.broker = broker  # type: ignore[assignment]  # only its quotas are used
+        return ctx
+
+    owner = ThrottleOwner()
+    pipe = RequestPipeline(handlers, new_context, owner, max_frame_size=10**6, memory=MemoryPool(-1))
+    return pipe, owner, clock
+
+
+def _coordinator_answer(ctx: RequestContext, body: dict[str, Any]) -> dict[str, Any]:
+    ctx.throttle_ms = 250 if body["key"] == "throttle-me" else 0  # as Fetch and the topic admin APIs report theirs
+    return {"throttle_time_ms": 0, "error_code": 0, "node_id": 1, "host": "h", "port": 1}
+
+
+def test_a_throttled_answer_carries_its_throttle_time_and_mutes_the_connection_until_it_passes() -> None:
+    find = handler(ApiKey.FIND_COORDINATOR, _coordinator_answer)
+    pipe, owner, _ = _quota_pipeline({ApiKey.FIND_COORDINATOR: find})
+    pipe.feed(request(ApiKey.FIND_COORDINATOR, 1, version=1, body={"key": "g", "key_type": 0}))
+    assert owner.timers == [] and pipe.reading
+    pipe.feed(request(ApiKey.FIND_COORDINATOR, 2, version=1, body={"key": "throttle-me", "key_type": 0}))
+    assert owner.correlation_ids() == [1, 2]  # answered at once
+    answer = decode(RESPONSES[ApiKey.FIND_COORDINATOR], 1, owner.written[1], 8)
+    assert answer["throttle_time_ms"] == 250
+    assert not pipe.reading and pipe.throttled and owner.reading_changes == [False]
+    assert [delay for delay, _ in owner.timers] == [0.25]
+    owner.timers[0][1]()
+    assert pipe.reading and owner.reading_changes == [False, True]
+
+
+def test_overlapping_throttles_keep_the_connection_muted_until_the_last_ends() -> None:
+    find = handler(ApiKey.FIND_COORDINATOR, _coordinator_answer)
+    pipe, owner, _ = _quota_pipeline({ApiKey.FIND_COORDINATOR: find})
+    body = {"key": "throttle-me", "key_type": 0}
+    pipe.feed(request(ApiKey.FIND_COORDINATOR, 1, 1, body) + request(ApiKey.FIND_COORDINATOR, 2, 1, body))
+    assert len(owner.timers) == 2
+    owner.timers[0][1]()
+    assert not pipe.reading
+    owner.timers[1][1]()
+    assert pipe.reading
+
+
+def test_produce_bytes_over_the_quota_throttle_even_with_acks_0() -> None:
+    produced: list[int] = []
+
+    def produce(ctx: RequestContext, body: dict[str, Any]) -> None:
+        produced.append(ctx.request_size)
+        return None  # acks=0: no answer
+
+    pipe, owner, clock = _quota_pipeline({ApiKey.PRODUCE: handler(ApiKey.PRODUCE, produce, high=9)})
+    body = {"transactional_id": None, "acks": 0, "timeout_ms": 1000, "topic_data": []}
+    pipe.feed(request(ApiKey.PRODUCE, 1, 3, body))
+    assert owner.written == [] and owner.timers == []  # a few bytes: within 1000 bytes/s over a 10 s window
+    for correlation_id in range(2, 400):
+        pipe.feed(request(ApiKey.PRODUCE, correlation_id, 3, body))
+        if owner.timers:
+            break
+    assert owner.timers, "10 s worth of the quota was sent without a throttle"
+    assert sum(produced) > 10_000 and not pipe.reading

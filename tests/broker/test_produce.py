@@ -61,7 +61,7 @@ def test_every_implemented_version(raw: RawClient, topic: str, version: int) -> 
 def test_produce_is_advertised_from_v0(raw: RawClient) -> None:
     response = raw.call(ApiKey.API_VERSIONS, 3, {})
     keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
-    assert keys[ApiKey.PRODUCE] == (0, 11)
+    assert keys[ApiKey.PRODUCE] == (0, 12)  # 12: transactions v2
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])

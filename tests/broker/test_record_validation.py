@@ -71,7 +71,8 @@ def raw(target: str) -> Iterator[RawClient]:
 
 def _is_kafka(raw: RawClient) -> bool:
     response = raw.call(ApiKey.API_VERSIONS, 3, {"client_software_name": "t", "client_software_version": "1"})
-    return any(k["api_key"] == ApiKey.PRODUCE and k["max_version"] > 11 for k in response["api_keys"])
+    # DescribeQuorum (55, KRaft): an API kbroker never offers
+    return any(k["api_key"] == 55 for k in response["api_keys"])
 
 
 def new_topic(raw: RawClient, configs: dict[str, str] | None = None) -> str:

@@ -132,6 +132,27 @@ def test_failed_authentication_answers_then_closes_after_the_delay() -> None:
     assert owner.auth_failed == "SASL PLAIN failed" and pipe.closing
 
 
+def test_handshake_v0_then_a_bare_plain_token_answered_with_an_empty_bare_frame() -> None:
+    """Kafka's SaslHandshake v0 (librdkafka before 2.x, old Java clients): the token comes without a
+    request header and is answered with a bare size-prefixed frame; then requests flow."""
+    pipe, owner, session = sasl_pipeline()
+    pipe.feed(request(ApiKey.SASL_HANDSHAKE, 1, version=0, body={"mechanism": "PLAIN"}))
+    assert len(owner.written) == 1 and session.awaiting_raw_token
+    token = b"\x00alice\x00alice-secret"
+    pipe.feed(frame_prefix(len(token)) + token)
+    assert owner.written[1] == frame_prefix(0) and session.authenticated and not session.awaiting_raw_token
+    pipe.feed(request(ApiKey.METADATA, 3, version=1, body={"topics": []}))
+    assert owner.closed is None and len(owner.written) == 3
+
+
+def test_a_wrong_bare_token_closes_without_an_answer() -> None:
+    pipe, owner, session = sasl_pipeline()
+    pipe.feed(request(ApiKey.SASL_HANDSHAKE, 1, version=0, body={"mechanism": "PLAIN"}))
+    token = b"\x00alice\x00nope"
+    pipe.feed(frame_prefix(len(token)) + token)
+    assert len(owner.written) == 1 and owner.auth_failed == "SASL PLAIN failed" and pipe.closing
+
+
 class FakeClock:
     def __init__(self) -> None:
         self.now = 100.0

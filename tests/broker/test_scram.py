@@ -36,11 +36,13 @@ def test_rfc7677_exchange(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     assert server.done and server.user == "user"
 
 
-def client_final(server_first: bytes, client_first_bare: str, password: str, digest: str = "sha256") -> bytes:
+def client_final(
+    server_first: bytes, client_first_bare: str, password: str, digest: str = "sha256", nonce_prefix: str = ""
+) -> bytes:
     attributes = dict(part.split("=", 1) for part in server_first.decode().split(","))
     salted = hashlib.pbkdf2_hmac(digest, password.encode(), base64.b64decode(attributes["s"]), int(attributes["i"]))
     client_key = hmac.digest(salted, b"Client Key", digest)
-    without_proof = f"c=biws,r={attributes['r']}"
+    without_proof = f"c=biws,r={nonce_prefix}{attributes['r']}"
     auth = f"{client_first_bare},{server_first.decode()},{without_proof}".encode()
     signature = hmac.digest(hashlib.new(digest, client_key).digest(), auth, digest)
     proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
@@ -79,8 +81,17 @@ def test_replayed_nonce_is_refused(tmp_path: Path) -> None:
     server = ScramServer("SCRAM-SHA-256", store_with(tmp_path, "alice", "alice-secret"))
     first = server.step(b"n,,n=alice,r=abc")
     forged = client_final(first.replace(b"r=abc", b"r=abcX", 1), "n=alice,r=abc", "alice-secret")
-    with pytest.raises(ScramFailure, match="Invalid SCRAM client final"):
+    with pytest.raises(ScramFailure, match="Invalid client nonce in the final client message"):
         server.step(forged)
+
+
+def test_a_nonce_repeating_the_clients_part_in_front_is_accepted_as_kafka_accepts_it(tmp_path: Path) -> None:
+    """librdkafka 2.0 (Debian's kcat) sends r=<client nonce><client nonce><server nonce>; Kafka's
+    ScramSaslServer only checks that the nonce ends with the one it sent."""
+    server = ScramServer("SCRAM-SHA-256", store_with(tmp_path, "alice", "alice-secret"))
+    first = server.step(b"n,,n=alice,r=abc")
+    final = server.step(client_final(first, "n=alice,r=abc", "alice-secret", nonce_prefix="abc"))
+    assert final.startswith(b"v=") and server.done and server.user == "alice"
 
 
 def upsert(name: str, mechanism: int = 1, iterations: int = 4096) -> dict[str, object]:

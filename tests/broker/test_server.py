@@ -120,6 +120,7 @@ def test_sigterm_stops_cleanly_and_next_start_skips_recovery(tmp_path: Path) -> 
     assert first.stop(signal.SIGTERM) == 0
     assert (data / ".kafka_cleanshutdown").exists()
     assert "broker_stopped" in first.log_text()
+    assert "fresh_directory=true" in first.log_text() and "clean_start" not in first.log_text()  # not "unclean"
     second = BrokerProcess(data).start()
     try:
         with RawClient(second.bootstrap) as client:

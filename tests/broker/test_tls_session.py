@@ -80,3 +80,16 @@ def test_principal_of_follows_rfc2253() -> None:
     assert principal_of({"subject": subject}) == "User:CN=bob\\+1,O=Acme\\, Inc,C=NL"
     assert principal_of(None) == ANONYMOUS
     assert principal_of({}) == ANONYMOUS
+
+
+def test_a_client_close_notify_is_noticed_and_answered(certs: Certificates) -> None:
+    """asyncio clients (aiokafka) wait for the server's close_notify after sending theirs."""
+    session = TlsSession(server_context(certs, ssl.CERT_NONE))
+    peer, peer_in, peer_out = client(certs, None, None)
+    shake(session, peer, peer_in, peer_out)
+    with pytest.raises(ssl.SSLWantReadError):
+        peer.unwrap()  # sends close_notify, then waits for ours
+    session.receive(peer_out.read())
+    assert session.read_into(memoryview(bytearray(100))) == 0 and session.closed_by_peer
+    peer_in.write(session.close_notify())
+    peer.unwrap()  # completes: the server's close_notify arrived

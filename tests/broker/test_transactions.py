@@ -418,7 +418,9 @@ def test_aiokafka_transactional_producer_with_offsets(tbroker: BrokerProcess, ra
     assert offset_fetch(raw, group, topic) == 3
 
 
-def txn_offset_commit(client: RawClient, tid: str, pid: int, epoch: int, group: str, topic: str, **member: Any) -> int:
+def txn_offset_commit(
+    client: RawClient, tid: str, pid: int, epoch: int, group: str, topic: str, version: int = 3, **member: Any
+) -> int:
     body = {
         "transactional_id": tid,
         "group_id": group,
@@ -441,7 +443,7 @@ def txn_offset_commit(client: RawClient, tid: str, pid: int, epoch: int, group: 
             }
         ],
     }
-    answer = client.call(ApiKey.TXN_OFFSET_COMMIT, 3, body)
+    answer = client.call(ApiKey.TXN_OFFSET_COMMIT, version, body)
     return int(answer["topics"][0]["partitions"][0]["error_code"])
 
 

@@ -46,6 +46,7 @@ SCENARIOS: list[tuple[str, str]] = [
     ("test_idempotent_produce", "E1 idempotent producer: producer id and sequences in the batches"),
     ("test_idempotent_run_survives_kill9", "E1 idempotent acks=all run across a kill -9 (fsync before ack)"),
     ("test_read_committed_sees_committed_only", "E2 read_committed: committed records only"),
+    ("test_transactions_v2_bump_the_epoch_per_transaction", "E2b transactions v2: an epoch bump per transaction"),
     ("test_read_uncommitted_sees_both", "E2 read_uncommitted: committed and aborted records"),
     ("test_second_producer_fences_the_first", "E3 a second producer with the same transactional id fences the first"),
     ("test_open_transaction_aborted_after_its_timeout", "E4 an open transaction is aborted after its timeout"),

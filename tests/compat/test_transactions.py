@@ -8,10 +8,12 @@ import time
 
 import pytest
 
+from protocol.api_keys import ApiKey
 from tests.compat.clients import ClientError, Record
 from tests.compat.group_support import close_all, collect, keyed, open_members, unique
 from tests.compat.members import MemberConfig
 from tests.compat.support import Compat
+from tests.process import RawClient
 
 
 def values(records: list) -> list[bytes | None]:  # type: ignore[type-arg]
@@ -35,6 +37,44 @@ def test_read_committed_sees_committed_only(compat: Compat) -> None:
     compat.need(ops=("txn", "consume"), caps=("consume.read_committed",))
     topic = compat.setup_topic("txn-rc")
     committed_aborted_committed(compat, topic)
+    result = compat.client.consume(
+        compat.bootstrap, topic, [0], "earliest", 3, timeout_s=20, isolation="read_committed"
+    )
+    assert result.error is None, result.error_message
+    assert values(result.records) == [b"c0", b"c1", b"c2"]
+
+
+@pytest.mark.timeout(120)
+def test_transactions_v2_bump_the_epoch_per_transaction(compat: Compat) -> None:
+    """The Java producer 4.x uses transactions v2 (KIP-890) once the broker finalizes transaction.version 2:
+    each EndTxn bumps its epoch. Older clients (Java 3.9, ...) keep the epoch InitProducerId gave them."""
+    compat.need(ops=("txn", "consume"), caps=("consume.read_committed",))
+    topic = compat.setup_topic("txn-v2")
+    txn_id = unique("txn", compat)
+    producer = compat.client.txn_producer(compat.bootstrap, txn_id)
+    try:
+        for batch, commit in (([b"c0", b"c1"], True), ([b"a0"], False), ([b"c2"], True)):
+            producer.begin()
+            producer.send(topic, [Record(b"k", v, partition=0) for v in batch])
+            producer.commit() if commit else producer.abort()
+    finally:
+        producer.close()
+    deadline = time.monotonic() + 15  # Kafka answers EndTxn before its markers are written
+    with RawClient(compat.bootstrap) as raw:
+        while True:
+            answer = raw.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [txn_id]})
+            (state,) = answer["transaction_states"]
+            if state["transaction_state"] != "PrepareCommit" or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+    assert state["error_code"] == 0 and state["transaction_state"] == "CompleteCommit"
+    name = compat.client.name
+    if name.startswith("java-4"):
+        assert state["producer_epoch"] == 3  # one bump per transaction
+    elif name.startswith("java-3"):
+        assert state["producer_epoch"] == 0
+    else:
+        assert state["producer_epoch"] in (0, 3)
     result = compat.client.consume(
         compat.bootstrap, topic, [0], "earliest", 3, timeout_s=20, isolation="read_committed"
     )

@@ -15,7 +15,12 @@ from kbroker.log.errors import (
     TopicExistsError,
     UnknownTopicOrPartitionError,
 )
-from kbroker.log.manager import CLEAN_SHUTDOWN_FILE, RECOVERY_POINT_CHECKPOINT, LogManager
+from kbroker.log.manager import (
+    CLEAN_SHUTDOWN_FILE,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    LogManager,
+)
 from tests.log.batches import make_batch
 
 
@@ -239,4 +244,21 @@ def test_start_up_log_tells_a_fresh_directory_from_a_clean_and_an_unclean_one(tm
     assert event["clean_shutdown"] is True and "fresh_directory" not in event
     manager, event = started_event()  # the previous run was not shut down: recovery
     assert event["clean_shutdown"] is False and "fresh_directory" not in event
+    stop(manager)
+
+
+def test_high_watermarks_are_checkpointed(tmp_path):
+    manager = started(tmp_path)
+    manager.create_topic("orders", 2)
+    manager.get_log("orders", 0).append(make_batch(4))
+    replicated = manager.get_log("orders", 1)
+    replicated.start_replication()
+    replicated.append(make_batch(5))
+    replicated.update_high_watermark(3)
+    stop(manager)
+    lines = (tmp_path / REPLICATION_OFFSET_CHECKPOINT).read_text().splitlines()
+    assert lines == ["0", "2", "orders 0 4", "orders 1 3"]
+    manager = started(tmp_path)
+    assert manager.checkpointed_high_watermarks == {("orders", 0): 4, ("orders", 1): 3}
+    assert manager.get_log("orders", 1).high_watermark == 5  # not replicated until the cluster says so
     stop(manager)

@@ -182,11 +182,10 @@ def test_features_describe(tools: Tools) -> None:
     for name, (low, high, _) in rows["kbroker"].items():
         kafka_low, kafka_high, _kafka_level = rows["kafka"][name]
         assert low == kafka_low and high <= kafka_high
-    # kbroker does not finalize transactions v2; KIP-848 groups and share groups at level 1, as Kafka 4.3
-    assert rows["kbroker"]["transaction.version"][2] == "0"
+    # KIP-848 groups, share groups and transactions v2 at Kafka 4.3's levels
     assert rows["kbroker"]["group.version"][2] == rows["kafka"]["group.version"][2] == "1"
     assert rows["kbroker"]["share.version"][2] == rows["kafka"]["share.version"][2] == "1"
-    assert rows["kafka"]["transaction.version"][2] == "2"
+    assert rows["kbroker"]["transaction.version"] == rows["kafka"]["transaction.version"] == ("0", "2", "2")
 
 
 def _feature_rows(text: str) -> dict[str, tuple[str, str, str]]:
@@ -266,6 +265,43 @@ def test_log_dirs_describe(tools: Tools) -> None:
     assert reports["kbroker"] == reports["kafka"]
     partitions = reports["kbroker"]["brokers"][0]["logDirs"][0]["partitions"]
     assert [p["size"] > 0 for p in partitions] == [True, True]
+
+
+def test_log_dirs_describe_two_directories(classpath: str, tmp_path: Path) -> None:
+    """log.dirs with two directories on both brokers: each reports both, the topic's two partitions spread
+    one per directory (which one gets which on a tie is Kafka's hash order, so that is not compared)."""
+    dirs = {b: (tmp_path / b / "a", tmp_path / b / "b") for b in BROKERS}
+    (tmp_path / "kbroker").mkdir()
+    kafka = KafkaRef(properties={"log.dirs": ",".join(str(d) for d in dirs["kafka"])})
+    kbroker = BrokerProcess(dirs["kbroker"][0], log_dirs=dirs["kbroker"][1:])
+    jvms: dict[str, ToolJvm] = {}
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            started = pool.submit(kafka.start)
+            kbroker.start()
+            started.result()
+        jvms = {b: ToolJvm(classpath) for b in BROKERS}
+        tools = Tools({"kbroker": kbroker.bootstrap, "kafka": kafka.bootstrap}, jvms)
+        topic = _topic("spread")
+        now = int(time.time() * 1000)
+        records = [(0, b"x" * 100, now), (1, b"z", now + 1)]
+        tools.each(lambda b: (_create_topic(tools.brokers[b], topic, 2), _produce(tools.brokers[b], topic, records)))
+        out = tools.both("org.apache.kafka.tools.LogDirsCommand", "--describe", "--topic-list", topic)
+    finally:
+        for jvm in jvms.values():
+            jvm.close()
+        if kbroker.alive():
+            kbroker.stop()
+        kafka.stop()
+    for broker, text in out.items():
+        (report,) = json.loads(text.splitlines()[-1])["brokers"]
+        by_dir = {d["logDir"]: sorted(p["partition"] for p in d["partitions"]) for d in report["logDirs"]}
+        assert set(by_dir) == {str(d.resolve()) for d in dirs[broker]}, broker
+        assert sorted(by_dir.values()) == [[f"{topic}-0"], [f"{topic}-1"]], broker
+        sizes = {p["partition"]: p["size"] for d in report["logDirs"] for p in d["partitions"]}
+        if broker == "kbroker":
+            kbroker_sizes = sizes
+    assert kbroker_sizes == sizes  # the same bytes on both
 
 
 # --------------------------------------------------------------------------- kafka-configs
@@ -356,6 +392,96 @@ def test_configs_broker_loggers(tools: Tools) -> None:
     for text in refused.values():
         assert "Removing the log level of the root logger is not allowed" in text
     tools.both(CONFIG_COMMAND, *loggers, "--alter", "--add-config", "root=INFO")
+
+
+def test_configs_client_quotas(tools: Tools) -> None:
+    """kafka-configs manages user, client-id and default quotas (Alter/DescribeClientQuotas) the same on both."""
+    user, client = _topic("quota-user"), _topic("quota-client")
+    steps: list[tuple[str, ...]] = [
+        (
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=1048576,consumer_byte_rate=2097152",
+        ),
+        (
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--alter",
+            "--add-config",
+            "request_percentage=50.5,controller_mutation_rate=10",
+        ),
+        (
+            "--entity-type",
+            "users",
+            "--entity-name",
+            user,
+            "--entity-type",
+            "clients",
+            "--entity-name",
+            client,
+            "--alter",
+            "--add-config",
+            "producer_byte_rate=4096",
+        ),
+        ("--entity-type", "users", "--entity-default", "--alter", "--add-config", "consumer_byte_rate=65536"),
+        ("--entity-type", "clients", "--entity-default", "--alter", "--add-config", "producer_byte_rate=1000000"),
+        ("--entity-type", "ips", "--entity-name", "10.1.2.3", "--alter", "--add-config", "connection_creation_rate=5"),
+    ]
+    for step in steps:
+        out = tools.both(CONFIG_COMMAND, *step)
+        assert out["kbroker"] == out["kafka"], step
+        assert out["kbroker"].startswith("Completed updating "), out["kbroker"]
+    describes: list[tuple[str, ...]] = [
+        ("--entity-type", "users", "--entity-name", user),
+        ("--entity-type", "clients", "--entity-name", client),
+        ("--entity-type", "users", "--entity-name", user, "--entity-type", "clients", "--entity-name", client),
+        ("--entity-type", "users", "--entity-default"),
+        ("--entity-type", "clients", "--entity-default"),
+        ("--entity-type", "ips", "--entity-name", "10.1.2.3"),
+    ]
+    for describe in describes:
+        out = tools.both(CONFIG_COMMAND, *describe, "--describe")
+        assert out["kbroker"] == out["kafka"], describe
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--entity-name", user, "--describe")
+    assert "producer_byte_rate=1048576.0" in out["kbroker"] and "consumer_byte_rate=2097152.0" in out["kbroker"]
+    refused = tools.both(
+        CONFIG_COMMAND,
+        "--entity-type",
+        "clients",
+        "--entity-name",
+        client,
+        "--alter",
+        "--add-config",
+        "producer_byte_rate=1.5",
+        check=False,
+    )
+    for text in refused.values():
+        assert "producer_byte_rate cannot be a fractional value." in text
+    out = tools.both(
+        CONFIG_COMMAND,
+        "--entity-type",
+        "users",
+        "--entity-name",
+        user,
+        "--alter",
+        "--delete-config",
+        "consumer_byte_rate",
+    )
+    assert out["kbroker"] == out["kafka"]
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--entity-name", user, "--describe")
+    assert out["kbroker"] == out["kafka"] and "consumer_byte_rate" not in out["kbroker"]
+    for step in steps:  # the quotas set here would throttle other tests' clients
+        keys = ",".join(item.split("=")[0] for item in step[-1].split(","))
+        out = tools.both(CONFIG_COMMAND, *step[:-3], "--alter", "--delete-config", keys, check=False)
+        assert out["kbroker"] == out["kafka"]  # the user's consumer_byte_rate is gone already: refused on both
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "users", "--describe")
+    assert out["kbroker"] == out["kafka"]
 
 
 def _config_lines(text: str) -> dict[str, str]:
@@ -465,7 +591,6 @@ def test_acls_list_without_an_authorizer(tools: Tools) -> None:
         ("org.apache.kafka.tools.MetadataQuorumCommand", ["describe", "--status"], "DESCRIBE_QUORUM"),
         ("org.apache.kafka.tools.reassign.ReassignPartitionsCommand", ["--list"], "LIST_PARTITION_REASSIGNMENTS"),
         ("org.apache.kafka.tools.FeatureCommand", ["upgrade", "--feature", "transaction.version=2"], "UPDATE_FEATURES"),
-        (CONFIG_COMMAND, ["--describe", "--entity-type", "clients"], "DESCRIBE_CLIENT_QUOTAS"),
     ],
 )
 def test_missing_apis_fail_fast_with_the_usual_error(tools: Tools, main_class: str, args: list[str], api: str) -> None:

@@ -63,7 +63,7 @@ def test_commit_goes_through_prepare_markers_complete() -> None:
     assert run(coordinator.add_partitions("app", pid, epoch, {TP, TP2})) is E.NONE
     assert state(coordinator) is S.ONGOING
     assert coordinator.verify_partition(pid, epoch, TP) is E.NONE
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.NONE
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.NONE
     assert [r.state for _, r in log.records if r] == [S.EMPTY, S.ONGOING, S.PREPARE_COMMIT, S.COMPLETE_COMMIT]
     assert markers.calls == [(pid, epoch, [TP, TP2], True)]
     metadata = coordinator.transactions["app"]
@@ -75,7 +75,7 @@ def test_abort_writes_abort_markers() -> None:
     coordinator, _, markers, _ = new_coordinator()
     pid, epoch = init(coordinator)
     run(coordinator.add_partitions("app", pid, epoch, {TP}))
-    assert run(coordinator.end_txn("app", pid, epoch, False)) is E.NONE
+    assert run(coordinator.end_txn("app", pid, epoch, False)).error is E.NONE
     assert state(coordinator) is S.COMPLETE_ABORT
     assert markers.calls == [(pid, epoch, [TP], False)]
 
@@ -107,22 +107,22 @@ def test_producer_id_and_epoch_checks() -> None:
     assert run(coordinator.add_partitions("nope", pid, epoch, {TP})) is E.INVALID_PRODUCER_ID_MAPPING
     assert run(coordinator.add_partitions("app", pid + 1, epoch, {TP})) is E.INVALID_PRODUCER_ID_MAPPING
     assert run(coordinator.add_partitions("app", pid, epoch + 1, {TP})) is E.PRODUCER_FENCED
-    assert run(coordinator.end_txn("app", pid + 1, epoch, True)) is E.INVALID_PRODUCER_ID_MAPPING
-    assert run(coordinator.end_txn("app", pid, epoch - 1, True)) is E.PRODUCER_FENCED
+    assert run(coordinator.end_txn("app", pid + 1, epoch, True)).error is E.INVALID_PRODUCER_ID_MAPPING
+    assert run(coordinator.end_txn("app", pid, epoch - 1, True)).error is E.PRODUCER_FENCED
 
 
 def test_end_txn_state_table() -> None:
     coordinator, _, _, _ = new_coordinator()
     pid, epoch = init(coordinator)
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.INVALID_TXN_STATE  # Empty
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.INVALID_TXN_STATE  # Empty
     run(coordinator.add_partitions("app", pid, epoch, {TP}))
     run(coordinator.end_txn("app", pid, epoch, True))
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.NONE  # a retried commit
-    assert run(coordinator.end_txn("app", pid, epoch, False)) is E.INVALID_TXN_STATE
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.NONE  # a retried commit
+    assert run(coordinator.end_txn("app", pid, epoch, False)).error is E.INVALID_TXN_STATE
     run(coordinator.add_partitions("app", pid, epoch, {TP}))
     run(coordinator.end_txn("app", pid, epoch, False))
-    assert run(coordinator.end_txn("app", pid, epoch, False)) is E.NONE
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.INVALID_TXN_STATE
+    assert run(coordinator.end_txn("app", pid, epoch, False)).error is E.NONE
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.INVALID_TXN_STATE
 
 
 def test_prepare_states_answer_concurrent_transactions() -> None:
@@ -130,10 +130,10 @@ def test_prepare_states_answer_concurrent_transactions() -> None:
     pid, epoch = init(coordinator)
     run(coordinator.add_partitions("app", pid, epoch, {TP}))
     markers.fail = True
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.NONE  # decided: PrepareCommit is written
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.NONE  # decided: PrepareCommit is written
     assert state(coordinator) is S.PREPARE_COMMIT
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.CONCURRENT_TRANSACTIONS
-    assert run(coordinator.end_txn("app", pid, epoch, False)) is E.INVALID_TXN_STATE
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.CONCURRENT_TRANSACTIONS
+    assert run(coordinator.end_txn("app", pid, epoch, False)).error is E.INVALID_TXN_STATE
     assert run(coordinator.add_partitions("app", pid, epoch, {TP2})) is E.CONCURRENT_TRANSACTIONS
     assert run(coordinator.init_producer_id("app", 60_000)).error is E.CONCURRENT_TRANSACTIONS
     markers.fail = False
@@ -176,7 +176,7 @@ def test_new_instance_fences_an_ongoing_transaction() -> None:
     assert init(coordinator) == (pid, epoch + 2)
     # the old instance is fenced everywhere
     assert run(coordinator.add_partitions("app", pid, epoch, {TP})) is E.PRODUCER_FENCED
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.PRODUCER_FENCED
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.PRODUCER_FENCED
     assert coordinator.verify_partition(pid, epoch, TP) is E.INVALID_PRODUCER_EPOCH
     assert [r.state for _, r in log.records if r][-3:] == [S.PREPARE_ABORT, S.COMPLETE_ABORT, S.EMPTY]
 
@@ -212,7 +212,8 @@ def test_timed_out_transaction_is_aborted_and_the_producer_fenced() -> None:
     assert run(coordinator.abort_timed_out()) == 1
     assert state(coordinator) is S.COMPLETE_ABORT
     assert markers.calls == [(pid, epoch + 1, [TP], False)]
-    assert run(coordinator.end_txn("app", pid, epoch, True)) is E.PRODUCER_FENCED
+    assert run(coordinator.end_txn("app", pid, epoch, True)).error is E.PRODUCER_FENCED
+    assert run(coordinator.end_txn("app", pid, epoch, False, client_version=2)).error is E.PRODUCER_FENCED
     assert run(coordinator.abort_timed_out()) == 0
 
 

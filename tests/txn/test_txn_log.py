@@ -25,6 +25,14 @@ def test_record_round_trip() -> None:
     assert parse_txn_key(txn_key("tx-ü")) == "tx-ü"
 
 
+def test_version_0_values_are_still_read() -> None:
+    v1 = txn_value(record())
+    v0 = b"\x00\x00" + v1[2:-9]  # no next producer id, no client transaction version
+    assert parse_txn_value(v0) == record()
+    rolled = TxnRecord(7, 6, 32767, 32766, 60_000, TxnState.PREPARE_COMMIT, frozenset(), 100, 200, 9000, 2)
+    assert parse_txn_value(txn_value(rolled)) == rolled
+
+
 def test_bad_records_are_refused() -> None:
     with pytest.raises(TxnLogFormatError):
         parse_txn_value(txn_value(record())[:-3])

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 )
@@ -20,6 +21,7 @@ import (
 type Request struct {
 	Op          string            `json:"op"`
 	Bootstrap   string            `json:"bootstrap"`
+	Security    *Security         `json:"security"`
 	Topic       string            `json:"topic"`
 	Records     []Rec             `json:"records"`
 	Acks        string            `json:"acks"`
@@ -167,6 +169,8 @@ func kind(err error) string {
 		return "fenced"
 	case errors.Is(err, kerr.UnsupportedVersion):
 		return "unsupported"
+	case errors.Is(err, kerr.SaslAuthenticationFailed), strings.Contains(err.Error(), "tls: "):
+		return "authentication" // a refused SASL login, or the broker's TLS alert
 	}
 	return "other"
 }

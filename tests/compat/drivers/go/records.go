@@ -60,7 +60,11 @@ func producerOpts(req Request) ([]kgo.Opt, error) {
 			break
 		}
 	}
-	return opts, nil
+	secure, err := securityOpts(req.Security)
+	if err != nil {
+		return nil, err
+	}
+	return append(opts, secure...), nil
 }
 
 func toRecord(topic string, r Rec) (*kgo.Record, error) {
@@ -105,6 +109,9 @@ func produce(req Request) (answer, error) {
 		return nil, err
 	}
 	defer cl.Close()
+	if err := authenticated(cl, req.Security); err != nil {
+		return nil, err
+	}
 	records := make([]*kgo.Record, 0, len(req.Records))
 	for _, r := range req.Records {
 		rec, err := toRecord(req.Topic, r)
@@ -206,13 +213,17 @@ func consume(req Request) (answer, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(
+	secure, err := securityOpts(req.Security)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := kgo.NewClient(append([]kgo.Opt{
 		kgo.SeedBrokers(req.Bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{req.Topic: starts}),
 		kgo.ConsumeResetOffset(reset),
-		kgo.FetchMaxWait(200*time.Millisecond),
+		kgo.FetchMaxWait(200 * time.Millisecond),
 		isolation(req.Isolation),
-	)
+	}, secure...)...)
 	if err != nil {
 		return nil, err
 	}

@@ -6,6 +6,7 @@
 'use strict'
 
 process.env.KAFKAJS_NO_PARTITIONER_WARNING = '1'
+const fs = require('fs')
 const readline = require('readline')
 const { Kafka, CompressionTypes, ConfigResourceTypes, logLevel } = require('kafkajs')
 const groups = require('./groups')
@@ -22,8 +23,27 @@ function kafka (req) {
     clientId: 'compat-kafkajs',
     brokers: [req.bootstrap],
     logLevel: logLevel.NOTHING,
-    retry: { retries: 6, initialRetryTime: 100, maxRetryTime: 1000 }
+    retry: { retries: 6, initialRetryTime: 100, maxRetryTime: 1000 },
+    ...security(req.security)
   })
+}
+
+// A command's optional "security" object as kafkajs options: protocol, mechanism, username, password,
+// and PEM files (ca; cert and key for mutual TLS).
+function security (s) {
+  if (!s || !s.protocol || s.protocol === 'PLAINTEXT') return {}
+  const options = {}
+  if (s.protocol.includes('SSL')) {
+    options.ssl = { ca: [fs.readFileSync(s.ca, 'utf8')], servername: 'localhost' }
+    if (s.cert) {
+      options.ssl.cert = fs.readFileSync(s.cert, 'utf8')
+      options.ssl.key = fs.readFileSync(s.key, 'utf8')
+    }
+  }
+  if (s.protocol.startsWith('SASL')) {
+    options.sasl = { mechanism: s.mechanism.toLowerCase(), username: s.username, password: s.password }
+  }
+  return options
 }
 
 async function withAdmin (req, action) {
@@ -215,6 +235,9 @@ function kind (error) {
   if (type === 'UNKNOWN_TOPIC_OR_PARTITION') return 'unknown_topic'
   if (type === 'PRODUCER_FENCED' || type === 'INVALID_PRODUCER_EPOCH') return 'fenced'
   if (error && error.name === 'KafkaJSServerDoesNotSupportApiKey') return 'unsupported'
+  for (let e = error; e; e = e.cause || e.originalError) {
+    if (e.name === 'KafkaJSSASLAuthenticationError' || /alert|certificate/i.test(e.code || '')) return 'authentication'
+  }
   return 'other'
 }
 

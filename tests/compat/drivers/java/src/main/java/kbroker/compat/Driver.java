@@ -152,6 +152,9 @@ public final class Driver {
         if (t instanceof org.apache.kafka.common.errors.TimeoutException) {
             return "timeout";
         }
+        if (t instanceof org.apache.kafka.common.errors.AuthenticationException) {
+            return "authentication"; // SaslAuthenticationException, SslAuthenticationException
+        }
         return "other";
     }
 
@@ -167,7 +170,34 @@ public final class Driver {
         java.util.Properties p = new java.util.Properties();
         p.put("bootstrap.servers", r.path("bootstrap").asText());
         p.put("client.id", "compat-java");
+        security(r.path("security"), p);
         return p;
+    }
+
+    /** The optional "security" object of a command: protocol, mechanism, username, password, ca, cert, key (PEM files). */
+    static void security(JsonNode s, java.util.Properties p) {
+        if (s.isMissingNode() || s.isNull()) {
+            return;
+        }
+        String protocol = s.path("protocol").asText("PLAINTEXT");
+        p.put("security.protocol", protocol);
+        if (protocol.contains("SSL")) {
+            p.put("ssl.truststore.type", "PEM");
+            p.put("ssl.truststore.location", s.path("ca").asText());
+            if (s.hasNonNull("cert")) {
+                p.put("ssl.keystore.type", "PEM");
+                p.put("ssl.keystore.location", s.path("keystore").asText());
+            }
+        }
+        if (protocol.startsWith("SASL")) {
+            String mechanism = s.path("mechanism").asText();
+            String module = mechanism.equals("PLAIN")
+                ? "org.apache.kafka.common.security.plain.PlainLoginModule"
+                : "org.apache.kafka.common.security.scram.ScramLoginModule";
+            p.put("sasl.mechanism", mechanism);
+            p.put("sasl.jaas.config", module + " required username=\"" + s.path("username").asText()
+                + "\" password=\"" + s.path("password").asText() + "\";");
+        }
     }
 
     static List<Integer> ints(JsonNode array) {

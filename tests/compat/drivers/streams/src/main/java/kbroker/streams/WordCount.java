@@ -14,7 +14,8 @@ import org.apache.kafka.streams.kstream.Produced;
 /**
  * Word count with a state store "counts" whose changelog is a compacted topic.
  *
- * <p>Arguments: bootstrap application-id state-dir input-topic output-topic. Runs until SIGTERM;
+ * <p>Arguments: bootstrap application-id state-dir input-topic output-topic [processing-guarantee]
+ * (at_least_once by default, or exactly_once_v2: transactions). Runs until SIGTERM;
  * prints "RUNNING" once the instance reaches that state (after restoring its store). Internal
  * topics get short segments and a low dirty ratio so that the broker cleans them quickly.
  */
@@ -33,6 +34,9 @@ public final class WordCount {
     props.put(StreamsConfig.topicPrefix("segment.ms"), "500");
     props.put(StreamsConfig.topicPrefix("min.cleanable.dirty.ratio"), "0.01");
     props.put(StreamsConfig.consumerPrefix("session.timeout.ms"), "10000");
+    if (args.length > 5) {
+      props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, args[5]);
+    }
 
     StreamsBuilder builder = new StreamsBuilder();
     builder.<String, String>stream(args[3])

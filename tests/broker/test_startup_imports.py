@@ -1,0 +1,87 @@
+"""Start-up loads only what serving the Kafka protocol needs (start-up time: the first ApiVersions answer)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.process import REPO
+
+# Each loads only when configured or first used: the HTTP listener (aiohttp, the metrics), the client code
+# of the other commands, the test controls, SASL, a cleaning round, and the crc32c package (which reads its
+# own version through importlib.metadata).
+NOT_AT_START_UP = (
+    "aiohttp",
+    "prometheus_client",
+    "kbroker.http.app",
+    "kbroker.client",
+    "kbroker.cli.consume",
+    "kbroker.cli.produce",
+    "kbroker.cli.topic",
+    "kbroker.cli.group",
+    "kbroker.cli.cluster",
+    "kbroker.testing",
+    "kbroker.sasl",
+    "kbroker.cleaner.segments",
+    "crc32c",
+    "importlib.metadata",
+    "difflib",  # "did you mean" for a mistyped property
+    "decimal",  # Java's rendering of very large or small doubles
+    "tempfile",  # an inline PEM keystore
+)
+
+
+# A `kbroker serve` in a fresh interpreter, stopped once started; prints the modules loaded by then. (Not
+# `-X importtime`: it does not list modules loaded through importlib.import_module, as the handlers are.)
+_SERVE = """
+import asyncio, sys
+from kbroker.cli import build_parser, load_config
+from kbroker.server import serve
+
+async def main():
+    config = load_config(build_parser(sys.argv[1]).parse_args(sys.argv[1:]))
+    started, stop = asyncio.Event(), asyncio.Event()
+    server = asyncio.create_task(serve(config, started, stop=stop))
+    await started.wait()
+    print("\\n".join(sorted(sys.modules)))
+    stop.set()
+    await server
+
+asyncio.run(main())
+"""
+
+
+def imported_until_started(tmp_path: Path, *extra: str) -> set[str]:
+    """Module names a `kbroker serve` process has loaded once it serves."""
+    command = [sys.executable, "-c", _SERVE, "serve", "--listen", "127.0.0.1:0", "--data-dir", str(tmp_path / "data")]
+    result = subprocess.run([*command, *extra], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr[-2000:]
+    return set(result.stdout.split())
+
+
+def loaded(modules: set[str], package: str) -> list[str]:
+    return sorted(m for m in modules if m == package or m.startswith(package + "."))
+
+
+def test_default_serve_imports_nothing_it_does_not_need(tmp_path: Path) -> None:
+    modules = imported_until_started(tmp_path)
+    assert "kbroker.handlers.api_versions" in modules and "protocol.codec" in modules  # the listing is the real one
+    assert {package: loaded(modules, package) for package in NOT_AT_START_UP} == {p: [] for p in NOT_AT_START_UP}
+
+
+def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
+    """The other side of the check above: configured, the HTTP listener does load aiohttp."""
+    modules = imported_until_started(tmp_path, "--http-listen", "127.0.0.1:0")
+    assert loaded(modules, "aiohttp")
+
+
+def test_the_serve_command_line_loads_no_client_command() -> None:
+    script = (
+        "import contextlib, sys\nfrom kbroker.cli import main\n"
+        "with contextlib.suppress(SystemExit):\n    main(['serve', '--help'])\n"
+        "print('LOADED', *sorted(m for m in sys.modules if m.startswith(('kbroker.cli.', 'kbroker.client'))))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert "--data-dir" in result.stdout  # the help of `serve` was printed
+    assert result.stdout.split("LOADED")[1].split() == ["kbroker.cli.serve"]
