@@ -29,6 +29,7 @@ from kbroker.txn.producer_ids import ProducerIdManager
 from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
+    from kbroker.auth import Authorizer
     from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.group.runtime import GroupRuntime
     from kbroker.quota.manager import Quotas
@@ -55,6 +56,7 @@ class Broker:
     shares: ShareRuntime | None = None  # the share-group coordinator (share_runtime())
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
+    authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
     quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)

@@ -581,6 +581,17 @@ _SHARE_GROUPS = [
        "once in use).", _POSITIVE),
 ]
 
+_AUTHORIZER = [
+    _p("authorizer.class.name", STR, "",
+       "The authorizer: Kafka's org.apache.kafka.metadata.authorizer.StandardAuthorizer (or the older "
+       "kafka.security.authorizer.AclAuthorizer) turns ACL enforcement on; empty: every client may do anything.",
+       OneOf(("", "org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")),
+       note="both names select the same ACL rules (StandardAuthorizer's); ACLs live in <data-dir>/acls.json."),
+    _p("super.users", STR, "", "Principals allowed everything, separated by semicolons (User:admin;User:CN=broker)."),
+    _p("allow.everyone.if.no.acl.found", BOOL, False,
+       "With an authorizer: whether an action on a resource that has no ACL at all is allowed."),
+]
+
 _HTTP = [
     _p("kbroker.http.listeners", LIST, (), "kbroker only: HTTP listeners (http://HOST:PORT, comma-separated) serving "
        "/health, /ready, /metrics, REST Proxy v2 and WebSocket queues; empty: no HTTP listener."),
@@ -604,7 +615,18 @@ _HTTP = [
 
 BROKER_PROPERTIES: dict[str, BrokerProperty] = {
     p.name: p
-    for p in (*_SERVER, *_TOPICS, *_LOG, *_GROUPS, *_SHARE_GROUPS, *_TRANSACTIONS, *_HTTP, *_CLUSTER, *_IGNORED)
+    for p in (
+        *_SERVER,
+        *_TOPICS,
+        *_LOG,
+        *_GROUPS,
+        *_SHARE_GROUPS,
+        *_TRANSACTIONS,
+        *_AUTHORIZER,
+        *_HTTP,
+        *_CLUSTER,
+        *_IGNORED,
+    )
 }
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
@@ -613,6 +635,7 @@ SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Groups and offsets", tuple(_GROUPS)),
     ("Share groups", tuple(_SHARE_GROUPS)),
     ("Transactions and producer ids", tuple(_TRANSACTIONS)),
+    ("Authorization (ACLs)", tuple(_AUTHORIZER)),
     ("HTTP gateway (REST Proxy v2, WebSocket queues, health, metrics)", tuple(_HTTP)),
     ("Cluster (ZooKeeper)", tuple(_CLUSTER)),
     ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from kbroker.auth.authorizer import new_authorizer
 from kbroker.broker import (
     META_PROPERTIES,
     Broker,
@@ -120,6 +121,7 @@ async def serve(
         clock=clock,
     )
     broker.scram = ScramStore.load(config.data_dir)
+    broker.authorizer = new_authorizer(config)
     broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         await _join_cluster(broker, fresh_data_dir)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group.group import CommittedOffset, TopicPartition
 from kbroker.group.runtime import GroupRuntime
@@ -17,12 +18,15 @@ def check_offsets(
     now = runtime.clock()
     errors: dict[TopicPartition, ErrorCode] = {}
     valid: dict[TopicPartition, CommittedOffset] = {}
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["name"] for t in topics})
     for topic in topics:
         meta = ctx.broker.logs.topic(topic["name"])
         for partition in topic["partitions"]:
             tp = (topic["name"], partition["partition_index"])
             metadata = partition["committed_metadata"]
-            if meta is None or not 0 <= tp[1] < meta.partitions:
+            if topic["name"] not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif meta is None or not 0 <= tp[1] < meta.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not runtime.offsets.metadata_fits(metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.store import OFFSETS_TOPIC
@@ -29,6 +30,10 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _response(ErrorCode.INVALID_REQUEST)
     if not group_id:
         return _response(ErrorCode.INVALID_GROUP_ID)
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
+        return _response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     try:
         coordinator = transaction_coordinator(ctx.broker)
         store = group_runtime(ctx.broker).store

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.txn.coordinator import client_error
@@ -25,10 +26,18 @@ FIRST_PRODUCER_FENCED_VERSION = 2
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = request["v3_and_below_topics"] or []
     wanted: list[TopicPartition] = [(t["name"], p) for t in topics for p in t["partitions"]]
+    transactional_id = request["v3_and_below_transactional_id"]
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id or ""):
+        return _response(topics, dict.fromkeys(wanted, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+    writable = ctx.authorized(AclOperation.WRITE, ResourceType.TOPIC, {tp[0] for tp in wanted})
     unknown = {tp for tp in wanted if not _exists(ctx, tp)}
-    if unknown:
+    if unknown or len(writable) < len({tp[0] for tp in wanted}):
         errors = {
-            tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in unknown else ErrorCode.OPERATION_NOT_ATTEMPTED
+            tp: ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            if tp[0] not in writable
+            else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if tp in unknown
+            else ErrorCode.OPERATION_NOT_ATTEMPTED
             for tp in wanted
         }
         return _response(topics, errors)

@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from kbroker.auth.acl import AclOperation
 from kbroker.context import RequestContext
+from kbroker.handlers._authorize import config_denied
 from kbroker.handlers._broker_configs import alter_broker_configs, current_broker_configs
 from kbroker.handlers._broker_loggers import alter_loggers
 from kbroker.handlers._group_configs import alter_group_configs, current_group_configs
@@ -66,6 +68,9 @@ def alter_resources(
         try:
             if keys.count(key) > 1:
                 raise fail(ErrorCode.INVALID_REQUEST, "Each resource must appear at most once.")
+            denied = config_denied(ctx, key[0], key[1], AclOperation.ALTER_CONFIGS)
+            if denied is not None:
+                raise fail(denied)
             _check_entries(resource["configs"], null_allowed)
             _alter(ctx, resource, change, bool(request["validate_only"]), incremental)
         except KafkaProtocolError as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import topic_id
 from kbroker.handlers.registry import handles
@@ -23,16 +24,22 @@ ZERO_UUID = b"\0" * 16
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
     group_id = request["group_id"]
+    ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     group = runtime.coordinator.groups.get(group_id)
     if group is not None and group.members:
         return _top_level(ErrorCode.NON_EMPTY_GROUP, "The group has active members.")
     responses = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["topic_name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["topic_name"]
         partitions = []
         for p in topic["partitions"]:
-            done = runtime.reset_offset(group_id, name, p["partition_index"], p["start_offset"])
-            code = ErrorCode.NONE if done else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            if name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif runtime.reset_offset(group_id, name, p["partition_index"], p["start_offset"]):
+                code = ErrorCode.NONE
+            else:
+                code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             partitions.append({"partition_index": p["partition_index"], "error_code": int(code), "error_message": None})
         responses.append({"topic_name": name, "topic_id": topic_id(ctx, name) or ZERO_UUID, "partitions": partitions})
     try:

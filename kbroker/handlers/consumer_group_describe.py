@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.consumer_group import Assignment, ConsumerGroup
@@ -26,13 +27,33 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     groups = []
     for group_id in request["group_ids"]:
         holder = runtime.groups.get(group_id)
-        if holder is None:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append({**_not_found(group_id, ""), "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
+            groups[-1]["error_message"] = None
+        elif holder is None:
             groups.append(_not_found(group_id, f"Group {group_id} not found."))
         elif holder.consumer is None:
             groups.append(_not_found(group_id, f"Group {group_id} is not a consumer group."))
         else:
-            groups.append(_describe(ctx, group_id, holder.consumer))
+            groups.append(_authorized(ctx, request, _describe(ctx, group_id, holder.consumer)))
     return {"throttle_time_ms": 0, "groups": groups}
+
+
+def _authorized(ctx: RequestContext, request: dict[str, Any], described: dict[str, Any]) -> dict[str, Any]:
+    """As Kafka: a group whose members use topics the client may not describe is answered
+    TOPIC_AUTHORIZATION_FAILED; the authorized operations when asked."""
+    group_id = described["group_id"]
+    if ctx.broker.authorizer is not None:
+        topics = {name for m in described["members"] for name in m["subscribed_topic_names"]}
+        for member in described["members"]:
+            for kind in ("assignment", "target_assignment"):
+                topics |= {t["topic_name"] for t in member[kind]["topic_partitions"]}
+        if len(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, topics)) < len(topics):
+            message = "The group has described topic(s) that the client is not authorized to describe."
+            return {**_not_found(group_id, message), "error_code": int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)}
+    if request["include_authorized_operations"]:
+        described["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, group_id)
+    return described
 
 
 def _not_found(group_id: str, message: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.consumer_coordinator import ConsumerHeartbeat
@@ -23,6 +24,12 @@ from protocol.errors import ErrorCode
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     group_id = request["group_id"]
+    if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id or ""):
+        return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)
+    subscribed = request["subscribed_topic_names"] or []
+    denied = set(subscribed) - ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)
+    if denied:
+        return _answer(ErrorCode.TOPIC_AUTHORIZATION_FAILED, f"Unauthorized topics: {', '.join(sorted(denied))}")
     if group_id in share_runtime(ctx.broker).coordinator.groups:
         return _answer(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
     owned = None

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import MAX_PARTITIONS_PER_REQUEST, fail
@@ -32,6 +33,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
     names = [topic["name"] for topic in topics]
     results: dict[str, dict[str, Any]] = {}
     valid: list[dict[str, Any]] = []
+    alterable = ctx.authorized(AclOperation.ALTER, ResourceType.TOPIC, set(names))
     for topic in topics:
         name = topic["name"]
         if name in results:
@@ -39,6 +41,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
         try:
             if names.count(name) > 1:
                 raise fail(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if name not in alterable:
+                raise fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The topic authorization is failed.")
             _check(ctx, topic)
             valid.append(topic)
             results[name] = _result(name, None)

@@ -16,6 +16,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import (
@@ -51,6 +52,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
     results: dict[str, dict[str, Any]] = {}
     plans: list[TopicPlan] = []
     duplicates = _duplicate_names(request["topics"])
+    creatable = None
+    if not ctx.authorize(AclOperation.CREATE, ResourceType.CLUSTER, log=False):  # else CREATE on each topic
+        creatable = ctx.authorized(AclOperation.CREATE, ResourceType.TOPIC, {t["name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["name"]
         if name in results:
@@ -58,6 +62,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
         try:
             if name in duplicates:
                 raise fail(ErrorCode.INVALID_REQUEST, "Duplicate topic name.")
+            if creatable is not None and name not in creatable and name != CLUSTER_METADATA_TOPIC:
+                raise fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "Authorization failed.")
             plans.append(_plan(ctx, topic, existing))
             results[name] = {}  # filled once the topic is created
         except KafkaProtocolError as exc:
@@ -67,6 +73,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
         return _response([_error_result(name, error) for name in results])
     for plan in plans:
         results[plan.name] = _create(ctx, plan, request["validate_only"])
+        if results[plan.name]["error_code"] == 0 and not ctx.authorize(
+            AclOperation.DESCRIBE_CONFIGS, ResourceType.TOPIC, plan.name, log=False
+        ):  # the new topic's configs are only shown to who may describe them
+            results[plan.name].update(configs=[], topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED))
     return _response(list(results.values()))
 
 

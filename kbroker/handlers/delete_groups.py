@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
@@ -19,8 +20,10 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     runtime = group_runtime(ctx.broker)
     shares = share_runtime(ctx.broker)
     names = [name or "" for name in request["groups_names"]]
-    share_names = [name for name in names if name in shares.coordinator.groups]
-    results = await runtime.delete_groups([name for name in names if name not in share_names])
+    deletable = ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, names)
+    share_names = [name for name in names if name in shares.coordinator.groups and name in deletable]
+    results = await runtime.delete_groups([name for name in names if name not in share_names and name in deletable])
+    results.update(dict.fromkeys(set(names) - deletable, ErrorCode.GROUP_AUTHORIZATION_FAILED))
     for name in share_names:
         if shares.coordinator.groups[name].members:
             results[name] = ErrorCode.NON_EMPTY_GROUP

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
@@ -22,8 +23,15 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.DELETE_RECORDS, "0-2")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = []
+    deletable = ctx.authorized(AclOperation.DELETE, ResourceType.TOPIC, {t["name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["name"]
+        if name not in deletable:
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            topics.append(
+                {"name": name, "partitions": [_answer(p["partition_index"], denied) for p in topic["partitions"]]}
+            )
+            continue
         partitions = [_delete(ctx, name, p["partition_index"], p["offset"]) for p in topic["partitions"]]
         topics.append({"name": name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

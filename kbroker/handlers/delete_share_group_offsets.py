@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import topic_id
 from kbroker.handlers.registry import handles
@@ -23,15 +24,22 @@ ZERO_UUID = b"\0" * 16
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
     group_id = request["group_id"]
+    ctx.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
     group = runtime.coordinator.groups.get(group_id)
     if group is None:
         return _top_level(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
     if group.members:
         return _top_level(ErrorCode.NON_EMPTY_GROUP, "The group has active members.")
     responses = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["topic_name"] for t in request["topics"]})
     for topic in request["topics"]:
         name = topic["topic_name"]
-        code = ErrorCode.NONE if runtime.delete_offsets(group_id, name) else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if name not in readable:
+            code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+        elif runtime.delete_offsets(group_id, name):
+            code = ErrorCode.NONE
+        else:
+            code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         responses.append(
             {
                 "topic_name": name,

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
 from kbroker.handlers._topic_admin import ZERO_UUID, fail, find_topic_by_id
@@ -40,7 +41,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
     resolved: list[str | KafkaProtocolError] = []
     for name, topic_id in targets:  # resolve every entry before deleting anything
         try:
+            if name is not None and not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, name):
+                raise fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             topic = _resolve(ctx, name, topic_id, names, ids)
+            if name is None and not ctx.authorize(AclOperation.DELETE, ResourceType.TOPIC, topic):
+                raise fail(ErrorCode.TOPIC_AUTHORIZATION_FAILED)  # the name stays unsaid, the id is no secret
             if topic in resolved:
                 raise fail(
                     ErrorCode.INVALID_REQUEST, "The provided topic name maps to an ID that was already supplied."

@@ -8,16 +8,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.quota.store import QuotaRequestError
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
 
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, "0-1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     quotas = ctx.broker.quotas
     assert quotas is not None, "the server loads the client quotas before serving"
+    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
+        code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+        return {"throttle_time_ms": 0, "error_code": int(code), "error_message": code.message, "entries": None}
     try:
         entries = quotas.store.describe(request["components"], request["strict"])
     except QuotaRequestError as error:

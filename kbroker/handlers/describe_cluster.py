@@ -2,16 +2,18 @@
 
 kbroker is a broker endpoint (endpoint type 1); a request for controllers (2) gets Kafka's
 MISMATCHED_ENDPOINT_TYPE (INVALID_REQUEST at v0), an unknown type UNSUPPORTED_ENDPOINT_TYPE.
-Without an authorizer every cluster operation is allowed, so when asked the authorized
-operations are all of the CLUSTER resource's. v2 may ask for fenced brokers too (KIP-1073): this node
-is never fenced, so the answer is the same, with is_fenced false. In cluster mode (zookeeper.connect) the
-brokers are the live ones registered in ZooKeeper and the controller the elected one.
+When asked, the authorized operations are those of the CLUSTER resource the client may do (all of
+them without an authorizer), or none when it may not DESCRIBE the cluster, as Kafka answers. v2 may ask
+for fenced brokers too (KIP-1073): this node is never fenced, so the answer is the same, with is_fenced
+false. In cluster mode (zookeeper.connect) the brokers are the live ones registered in ZooKeeper and the
+controller the elected one.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
@@ -20,9 +22,6 @@ from protocol.errors import ErrorCode
 ENDPOINT_BROKER = 1
 ENDPOINT_CONTROLLER = 2
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
-# AclOperation codes Kafka supports on CLUSTER: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12.
-CLUSTER_OPERATIONS = sum(1 << code for code in (5, 7, 8, 9, 10, 11, 12))
 
 
 @handles(ApiKey.DESCRIBE_CLUSTER, "0-2")
@@ -38,9 +37,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         )
     broker = ctx.broker
     address = broker.advertised_for(ctx.listener)
-    operations = (
-        CLUSTER_OPERATIONS if request["include_cluster_authorized_operations"] else AUTHORIZED_OPERATIONS_OMITTED
-    )
+    operations = AUTHORIZED_OPERATIONS_OMITTED
+    if request["include_cluster_authorized_operations"]:
+        allowed = ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER)
+        operations = ctx.authorized_operations(ResourceType.CLUSTER) if allowed else 0
     brokers = [
         {"broker_id": broker.node_id, "host": address.host, "port": address.port, "rack": None, "is_fenced": False}
     ]

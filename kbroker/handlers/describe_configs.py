@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation
 from kbroker.config import BROKER_PROPERTIES, ConfigEntry
 from kbroker.context import RequestContext
+from kbroker.handlers._authorize import config_denied
 from kbroker.handlers._broker_loggers import logger_entries
 from kbroker.handlers._group_configs import group_config_entries
 from kbroker.handlers._topic_admin import (
@@ -29,6 +31,8 @@ from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
 
+DESCRIBE_CONFIGS = AclOperation.DESCRIBE_CONFIGS
+
 
 @handles(ApiKey.DESCRIBE_CONFIGS, "1-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +45,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             "resource_name": resource["resource_name"],
         }
         try:
+            denied = config_denied(ctx, resource["resource_type"], resource["resource_name"], DESCRIBE_CONFIGS)
+            if denied is not None:
+                raise fail(denied)
             wanted = resource["configuration_keys"] or None  # null or empty: every config
             entries = _entries(ctx, resource["resource_type"], resource["resource_name"], wanted)
             result.update(error_code=0, error_message=None)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.state import GroupState
@@ -21,7 +22,16 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 @handles(ApiKey.DESCRIBE_GROUPS, "0-5")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
-    return {"throttle_time_ms": 0, "groups": [_describe(runtime.groups.get(g), g) for g in request["groups"]]}
+    groups = []
+    for group_id in request["groups"]:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            groups.append(_summary(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, ""))
+            continue
+        described = _describe(runtime.groups.get(group_id), group_id)
+        if ctx.api_version >= 3 and request["include_authorized_operations"]:
+            described["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, group_id)
+        groups.append(described)
+    return {"throttle_time_ms": 0, "groups": groups}
 
 
 def _describe(group: Any, group_id: str) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from protocol.api_keys import ApiKey
@@ -23,6 +24,8 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.DESCRIBE_LOG_DIRS, "1-5")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER):
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED), "results": []}
     wanted = request["topics"]
     requested = None if wanted is None else {(t["topic"], p) for t in wanted for p in t["partitions"]}
     logs = ctx.broker.logs

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
@@ -15,7 +16,14 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.DESCRIBE_PRODUCERS, "0")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["name"] for t in request["topics"] or []})
     for topic in request["topics"] or []:
+        if topic["name"] not in readable:
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            topics.append(
+                {"name": topic["name"], "partitions": [_error(i, denied) for i in topic["partition_indexes"]]}
+            )
+            continue
         partitions = [_partition(ctx, topic["name"], index) for index in topic["partition_indexes"]]
         topics.append({"name": topic["name"], "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

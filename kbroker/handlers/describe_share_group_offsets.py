@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import LEADER_EPOCH, topic_id
 from kbroker.handlers.registry import handles
@@ -29,6 +30,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]) -> dict[str, Any]:
     group_id = requested["group_id"]
     answer: dict[str, Any] = {"group_id": group_id, "topics": [], "error_code": 0, "error_message": None}
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+        answer["error_code"] = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
+        return answer
     if group_id not in runtime.coordinator.groups:
         answer["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
         answer["error_message"] = f"Group {group_id} not found."
@@ -40,6 +44,9 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
             wanted.setdefault(topic, []).append(index)
     else:
         wanted = {t["topic_name"]: list(t["partitions"]) for t in requested["topics"]}
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, wanted)
+    if requested["topics"] is None:  # offsets of topics the client may not describe are left out
+        wanted = {topic: indexes for topic, indexes in wanted.items() if topic in describable}
     for topic, indexes in wanted.items():
         uuid = topic_id(ctx, topic)
         partitions = []
@@ -54,7 +61,9 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
             }
             partition_log = ctx.broker.logs.get_log(topic, index)
             share = state.get((topic, index))
-            if partition_log is None:
+            if topic not in describable:
+                item["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            elif partition_log is None:
                 item["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif share is not None:
                 item["start_offset"] = share.start_offset

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import InvalidTopicError
@@ -47,6 +48,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             "topics": [_error(ErrorCode.INVALID_REQUEST, n) for n in named],
             "next_cursor": None,
         }
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, candidates)
+    denied = [_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, n) for n in candidates if n not in describable]
+    candidates = [n for n in candidates if n in describable]
     limit = max(
         min(ctx.broker.config.get_int("max.request.partition.size.limit"), request["response_partition_limit"]), 1
     )
@@ -69,6 +73,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             next_cursor = {"topic_name": name, "partition_index": upper}
             break
         remaining -= max(upper - first, 0)
+    for topic in topics:
+        topic["topic_authorized_operations"] = ctx.authorized_operations(ResourceType.TOPIC, topic["name"])
+    if not every_topic:
+        topics += denied
     return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
 
 

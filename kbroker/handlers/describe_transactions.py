@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.txn.runtime import transaction_coordinator
@@ -20,12 +21,16 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "transaction_states": [_error(i, failure.code) for i in ids]}
     states = []
     for transactional_id in ids:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+            states.append(_error(transactional_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
+            continue
         found = coordinator.describe(transactional_id)
         if isinstance(found, ErrorCode):
             states.append(_error(transactional_id, found))
             continue
         by_topic: dict[str, list[int]] = {}
-        for topic, partition in sorted(found.partitions):
+        describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t for t, _ in found.partitions})
+        for topic, partition in sorted(tp for tp in found.partitions if tp[0] in describable):
             by_topic.setdefault(topic, []).append(partition)
         states.append(
             {

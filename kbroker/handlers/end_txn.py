@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.txn.coordinator import client_error
@@ -26,6 +27,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     transactional_id = request["transactional_id"]
     if not transactional_id:
         return _response(ErrorCode.INVALID_REQUEST)
+    if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
+        return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     client_version = 2 if ctx.api_version >= FIRST_TV2_VERSION else 0
     try:
         result = await transaction_coordinator(ctx.broker).end_txn(

@@ -26,6 +26,7 @@ import asyncio
 import os
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
@@ -35,6 +36,7 @@ from kbroker.sendfile import FileChunk
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
+READ, TOPIC = AclOperation.READ, ResourceType.TOPIC
 READ_COMMITTED = 1
 NO_SESSION = 0
 INITIAL_EPOCH = 0
@@ -117,6 +119,9 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     failed = False
     read_committed = request["isolation_level"] == READ_COMMITTED
     responses = []
+    readable = (
+        None if ctx.broker.authorizer is None else ctx.authorized(READ, TOPIC, [t["topic"] for t in request["topics"]])
+    )
     for topic in request["topics"]:
         name = topic["topic"]
         partitions = []
@@ -124,7 +129,9 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             index = p["partition"]
             log = logs.get_partition(name, index)
             code, _ = leadership_error(ctx, name, index, p["current_leader_epoch"])
-            if log is None:
+            if readable is not None and name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif log is None:
                 code = missing_log_error(ctx, name, index)
             if code is not None:
                 partitions.append(_error(index, code))

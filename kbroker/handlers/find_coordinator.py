@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
@@ -33,6 +34,14 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]
     """Every group and transactional id, even an empty one (as Kafka answers), is coordinated here."""
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
+    if key_type == GROUP_KEY_TYPE and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key or ""):
+        return _error(ErrorCode.GROUP_AUTHORIZATION_FAILED, ErrorCode.GROUP_AUTHORIZATION_FAILED.message)
+    if key_type == TRANSACTION_KEY_TYPE and not ctx.authorize(
+        AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, key or ""
+    ):
+        return _error(
+            ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.message
+        )
     try:
         if key_type == GROUP_KEY_TYPE:
             group_runtime(ctx.broker)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
@@ -12,6 +13,7 @@ from protocol.api_keys import ApiKey
 
 @handles(ApiKey.HEARTBEAT, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
     error = group_runtime(ctx.broker).heartbeat(
         request["group_id"] or "", request["member_id"] or "", request["group_instance_id"], request["generation_id"]
     )

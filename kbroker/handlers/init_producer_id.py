@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
@@ -40,7 +41,11 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if transactional_id == "":
         return _response(ErrorCode.INVALID_REQUEST)
     if transactional_id is not None:
+        ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
         return await _transactional(ctx, request, transactional_id)
+    if not ctx.authorize(AclOperation.IDEMPOTENT_WRITE, ResourceType.CLUSTER, log=False):
+        if not ctx.authorize_by_resource_type(AclOperation.WRITE, ResourceType.TOPIC):  # KIP-679
+            return _response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
     try:
         producer_id = ctx.broker.producer_ids.generate()
     except KafkaStorageError as error:

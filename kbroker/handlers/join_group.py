@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.coordinator import JoinRequest
@@ -20,6 +21,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.JOIN_GROUP, "0-9")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
     runtime = group_runtime(ctx.broker)
     if ctx.broker.shares is not None and (request["group_id"] or "") in ctx.broker.shares.coordinator.groups:
         return _not_classic(ctx.api_version)  # a share group's id, as Kafka answers it

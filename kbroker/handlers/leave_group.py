@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
@@ -15,6 +16,7 @@ from protocol.errors import ErrorCode
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
     group_id = request["group_id"] or ""
+    ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     if ctx.api_version < 3:
         error, errors = runtime.leave(group_id, [(request["member_id"] or "", None)])
         if error is ErrorCode.NONE and errors:

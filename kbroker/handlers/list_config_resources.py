@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation
+from kbroker.auth.acl import ResourceType as AclResource
 from kbroker.context import RequestContext
 from kbroker.handlers._topic_admin import ResourceType
 from kbroker.handlers.registry import handles
@@ -29,6 +31,8 @@ LISTED_TYPES = (
 
 @handles(ApiKey.LIST_CONFIG_RESOURCES, "0-1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, AclResource.CLUSTER):
+        return _response(ErrorCode.CLUSTER_AUTHORIZATION_FAILED, [])
     if ctx.api_version == 0:
         return _response(ErrorCode.NONE, [])
     asked = request["resource_types"] or list(LISTED_TYPES)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.state import GroupState
@@ -54,4 +55,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             if not wanted or g.state.lower() in wanted
         ]
     groups.sort(key=lambda g: g["group_id"])
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.CLUSTER, log=False):  # else only describable groups
+        allowed = ctx.authorized(AclOperation.DESCRIBE, ResourceType.GROUP, [g["group_id"] for g in groups], log=False)
+        groups = [g for g in groups if g["group_id"] in allowed]
     return {"throttle_time_ms": 0, "error_code": 0, "groups": groups}

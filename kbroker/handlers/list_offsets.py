@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
@@ -50,11 +51,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     seen = Counter((t["name"], p["partition_index"]) for t in topics for p in t["partitions"])
     read_committed = request["isolation_level"] == READ_COMMITTED
     answer = []
+    describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in topics})
     for topic in topics:
         name = topic["name"]
         partitions = []
         for p in topic["partitions"]:
-            if seen[(name, p["partition_index"])] > 1:
+            if name not in describable:
+                partitions.append(_error(p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
+            elif seen[(name, p["partition_index"])] > 1:
                 partitions.append(_error(p["partition_index"], ErrorCode.INVALID_REQUEST))
             else:
                 partitions.append(_list_offset(ctx, name, p, read_committed, ctx.api_version))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.txn.runtime import transaction_coordinator
@@ -39,11 +40,16 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     found = coordinator.list(
         states if names else None, set(request["producer_id_filters"] or []), request["duration_filter"]
     )
-    listed = [
+    listed: list[dict[str, Any]] = [
         {"transactional_id": m.transactional_id, "producer_id": m.producer_id, "transaction_state": m.state.label}
         for m in sorted(found, key=lambda m: m.transactional_id)
         if pattern is None or pattern.fullmatch(m.transactional_id)
     ]
+    if ctx.broker.authorizer is not None:  # only the transactional ids the client may describe, unmentioned others
+        allowed = ctx.authorized(
+            AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, [str(s["transactional_id"]) for s in listed]
+        )
+        listed = [s for s in listed if s["transactional_id"] in allowed]
     return _response(0, unknown, listed)
 
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._authorize import metadata_denied
 from kbroker.handlers.registry import handles
 from kbroker.log import InvalidTopicError, TopicExistsError
 from kbroker.log.metadata import validate_topic_name
@@ -23,6 +25,7 @@ from protocol.schema.types import ZERO_UUID
 LEADER_EPOCH = 0
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
+DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 
 
 @handles(ApiKey.METADATA, "0-12")
@@ -36,17 +39,35 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any] | Awa
     requested = request["topics"]
     if requested is None or (ctx.api_version == 0 and not requested):
         names = sorted(broker.logs.topics())
+        if broker.authorizer is not None:  # topics the client may not describe are left out, unmentioned
+            names = [
+                n for n in names if broker.authorizer.authorize(ctx.principal, ctx.client_address, DESCRIBE, TOPIC, n)
+            ]
         topics = [topic_metadata(ctx, name) for name in names]
     else:
         allow_create = ctx.api_version < 4 or request["allow_auto_topic_creation"]
-        topics = [_requested_topic(ctx, t, allow_create) for t in requested]
+        denied = metadata_denied(ctx, {t["name"] for t in requested if t["name"] is not None}, allow_create)
+        topics = [
+            _topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, t["name"])
+            if t["name"] in denied
+            else _requested_topic(ctx, t, allow_create)
+            for t in requested
+        ]
+    if ctx.api_version >= 8 and request["include_topic_authorized_operations"]:
+        for topic in topics:
+            if topic["name"] and topic["error_code"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED:
+                topic["topic_authorized_operations"] = ctx.authorized_operations(TOPIC, topic["name"])
+    cluster_operations = AUTHORIZED_OPERATIONS_UNKNOWN
+    if 8 <= ctx.api_version <= 10 and request["include_cluster_authorized_operations"]:
+        allowed = ctx.authorize(DESCRIBE, ResourceType.CLUSTER)
+        cluster_operations = ctx.authorized_operations(ResourceType.CLUSTER) if allowed else 0
     return {
         "throttle_time_ms": 0,
         "brokers": [{"node_id": broker.node_id, "host": address.host, "port": address.port, "rack": None}],
         "cluster_id": broker.cluster_id,
         "controller_id": broker.node_id,
         "topics": topics,
-        "cluster_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
+        "cluster_authorized_operations": cluster_operations,
     }
 
 
@@ -57,6 +78,8 @@ def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: b
         # (the Java consumer sends the name as "" rather than null)
         for known, meta in ctx.broker.logs.topics().items():
             if meta.topic_id.bytes == topic["topic_id"]:
+                if not ctx.authorize(DESCRIBE, TOPIC, known):  # ids are not secret: Kafka answers with the id
+                    return {**_topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "", topic["topic_id"]), "name": None}
                 return topic_metadata(ctx, known)
         return _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, "", topic["topic_id"])
     if ctx.broker.logs.topic(name) is not None:

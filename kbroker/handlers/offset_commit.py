@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers._offsets import TOPIC_IDS_VERSION, check_offsets, with_names_from_ids
@@ -25,7 +26,15 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     topics = request["topics"]
     if ctx.api_version >= TOPIC_IDS_VERSION:
         topics = with_names_from_ids(ctx, topics)
-    errors, valid = check_offsets(ctx, runtime, [t for t in topics if t["name"]])
+    if ctx.authorize(AclOperation.READ, ResourceType.GROUP, request["group_id"] or ""):
+        errors, valid = check_offsets(ctx, runtime, [t for t in topics if t["name"]])
+    else:
+        errors = {
+            (t["name"], p["partition_index"]): ErrorCode.GROUP_AUTHORIZATION_FAILED
+            for t in topics
+            for p in t["partitions"]
+        }
+        valid = {}
     error = await runtime.commit(
         request["group_id"] or "",
         request["generation_id_or_member_epoch"],

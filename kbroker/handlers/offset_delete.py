@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.handlers.registry import handles
@@ -18,13 +19,17 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.OFFSET_DELETE, "0")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
+    ctx.require(AclOperation.DELETE, ResourceType.GROUP, request["group_id"] or "")
     errors: dict[tuple[str, int], ErrorCode] = {}
     known: list[tuple[str, int]] = []
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["name"] for t in request["topics"]})
     for topic in request["topics"]:
         meta = ctx.broker.logs.topic(topic["name"])
         for partition in topic["partitions"]:
             tp = (topic["name"], partition["partition_index"])
-            if meta is None or not 0 <= tp[1] < meta.partitions:
+            if topic["name"] not in readable:
+                errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            elif meta is None or not 0 <= tp[1] < meta.partitions:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:
                 known.append(tp)

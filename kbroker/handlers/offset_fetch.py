@@ -14,6 +14,7 @@ from collections.abc import Callable
 from itertools import groupby
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.group import CommittedOffset, TopicPartition
@@ -34,19 +35,43 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if ctx.api_version >= 8:
         groups = []
         for group in request["groups"]:
-            error = runtime.offsets.validate_fetch(
-                group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
-            )
+            if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group["group_id"] or ""):
+                error = ErrorCode.GROUP_AUTHORIZATION_FAILED
+            else:
+                error = runtime.offsets.validate_fetch(
+                    group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
+                )
             if error is not ErrorCode.NONE:
                 topics = []
             elif ctx.api_version >= TOPIC_IDS_VERSION:
                 topics = _fetch_by_id(ctx, runtime.fetch, group["group_id"], group["topics"], pending)
             else:
                 topics = _fetch(runtime.fetch, group["group_id"], group["topics"], pending)
+            topics = _describable(ctx, topics, named=group["topics"] is not None)
             groups.append({"group_id": group["group_id"], "topics": topics, "error_code": int(error)})
         return {"throttle_time_ms": 0, "groups": groups}
+    if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request["group_id"] or ""):
+        return {"throttle_time_ms": 0, "topics": [], "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
     topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
+    topics = _describable(ctx, topics, named=request["topics"] is not None)
     return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}
+
+
+def _describable(ctx: RequestContext, topics: list[dict[str, Any]], *, named: bool) -> list[dict[str, Any]]:
+    """As Kafka: offsets only of topics the client may DESCRIBE; the others are left out of an all-topics
+    answer, and answered TOPIC_AUTHORIZATION_FAILED when named."""
+    if ctx.broker.authorizer is None:
+        return topics
+    allowed = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in topics if t["name"]})
+    answered = []
+    for topic in topics:
+        if not topic["name"] or topic["name"] in allowed:
+            answered.append(topic)
+        elif named:
+            denied = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+            partitions = [{**_partition(p["partition_index"], None), "error_code": denied} for p in topic["partitions"]]
+            answered.append({**topic, "partitions": partitions})
+    return answered
 
 
 def _fetch_by_id(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._leadership import leadership_error
 from kbroker.handlers._partition_errors import missing_log_error
@@ -26,8 +27,15 @@ UNDEFINED = -1
 @handles(ApiKey.OFFSET_FOR_LEADER_EPOCH, "2-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     topics = []
+    describable = {t["topic"] for t in request["topics"]}
+    if not ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER, log=False):  # else DESCRIBE per topic
+        describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, describable)
     for topic in request["topics"]:
         name = topic["topic"]
+        if name not in describable:
+            denied = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+            topics.append({"topic": name, "partitions": [_answer(p["partition"], denied) for p in topic["partitions"]]})
+            continue
         partitions = [_end_offset(ctx, name, p) for p in topic["partitions"]]
         topics.append({"topic": name, "partitions": partitions})
     return {"throttle_time_ms": 0, "topics": topics}

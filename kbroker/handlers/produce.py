@@ -52,6 +52,7 @@ import struct
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.handlers._authorize import produce_denied
 from kbroker.handlers._leadership import leader_epoch
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
@@ -150,11 +151,14 @@ def _produce(
     refused: list[str] = []
     failed = False
     responses = []
+    denied = produce_denied(ctx, request)
     for name, partitions in _last_entry_per_partition(request["topic_data"]):
         results = []
         for partition in partitions:
             if acks not in (-1, 0, 1):
                 result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
+            elif name in denied:
+                result = _error(partition["index"], denied[name], None, None)
             elif (name, partition["index"]) in refused_by_coordinator:
                 code = refused_by_coordinator[(name, partition["index"])]
                 result = _error(partition["index"], code, None, "the transaction coordinator refused the partition")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_id
 from kbroker.handlers.registry import handles
@@ -26,6 +27,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     epoch = request["share_session_epoch"]
     if not group_id or not member_id:
         return _top_level(ErrorCode.INVALID_REQUEST)
+    ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     if epoch == INITIAL_EPOCH:
         return _top_level(ErrorCode.INVALID_SHARE_SESSION_EPOCH)
     error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
@@ -34,6 +36,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     names = topic_names_by_id(ctx)
     now = runtime.clock()
     responses = []
+    known = {names[t["topic_id"]] for t in request["topics"] if t["topic_id"] in names}
+    readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, known)
     for topic in request["topics"]:
         name = names.get(topic["topic_id"])
         partitions = []
@@ -42,6 +46,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             share = None if name is None else runtime.share_partition(group_id, name, index)
             if name is None:
                 code = ErrorCode.UNKNOWN_TOPIC_ID
+            elif name not in readable:
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif share is None:
                 code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             else:

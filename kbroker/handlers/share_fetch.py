@@ -19,6 +19,7 @@ import asyncio
 import itertools
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_id
 from kbroker.handlers.registry import handles
@@ -34,6 +35,8 @@ DEFAULT_MAX_RECORDS = 500
 RECORD_LIMIT_MODE = 1  # ShareAcquireMode: 0 batch-optimized (v1's behaviour), 1 record-limit
 _rotation = itertools.count()
 
+READ, TOPIC = AclOperation.READ, ResourceType.TOPIC
+
 
 @handles(ApiKey.SHARE_FETCH, "1-2")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
@@ -41,6 +44,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     group_id, member_id = request["group_id"] or "", request["member_id"] or ""
     if not group_id or not member_id:
         return _top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
+    ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     epoch = request["share_session_epoch"]
     error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
@@ -51,11 +55,13 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     answers: dict[tuple[str, int], dict[str, Any]] = {}
     unknown: list[tuple[bytes, dict[str, Any]]] = []
     now = runtime.clock()
+    readable = ctx.authorized(READ, TOPIC, {names[t["topic_id"]] for t in request["topics"] if t["topic_id"] in names})
     for topic in request["topics"]:
         name = names.get(topic["topic_id"])
         for p in topic["partitions"]:
-            if name is None:
-                unknown.append((topic["topic_id"], _partition(ctx, p["partition_index"], ErrorCode.UNKNOWN_TOPIC_ID)))
+            if name is None or name not in readable:
+                code = ErrorCode.UNKNOWN_TOPIC_ID if name is None else ErrorCode.TOPIC_AUTHORIZATION_FAILED
+                unknown.append((topic["topic_id"], _partition(ctx, p["partition_index"], code)))
                 continue
             key = (name, p["partition_index"])
             if epoch != FINAL_EPOCH:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._share import topic_id
 from kbroker.handlers.registry import handles
@@ -21,7 +22,17 @@ AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 @handles(ApiKey.SHARE_GROUP_DESCRIBE, "1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
-    groups = [_describe(ctx, group_id, runtime.coordinator.groups.get(group_id)) for group_id in request["group_ids"]]
+    groups = []
+    for group_id in request["group_ids"]:
+        if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
+            denied = _describe(ctx, group_id, None)
+            denied.update(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), error_message=None)
+            groups.append(denied)
+            continue
+        described = _describe(ctx, group_id, runtime.coordinator.groups.get(group_id))
+        if request["include_authorized_operations"] and described["error_code"] == 0:
+            described["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, group_id)
+        groups.append(described)
     return {"throttle_time_ms": 0, "groups": groups}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.state import GroupState
@@ -18,6 +19,12 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.SHARE_GROUP_HEARTBEAT, "1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = share_runtime(ctx.broker)
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
+    subscribed = request["subscribed_topic_names"] or []
+    if len(ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, subscribed)) < len(set(subscribed)):
+        return _error(
+            ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The client is not authorized to describe every subscribed topic."
+        )
     classic = group_runtime(ctx.broker).groups.get(request["group_id"])
     if classic is not None and classic.state is not GroupState.DEAD:  # one namespace for every group type
         return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request['group_id']} is not a share group.")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.coordinator import SyncRequest
@@ -19,6 +20,7 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.SYNC_GROUP, "0-5")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     runtime = group_runtime(ctx.broker)
+    ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
     if ctx.api_version >= 5 and (request["protocol_type"] is None or request["protocol_name"] is None):
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL), "assignment": b""}
     result = await runtime.sync(

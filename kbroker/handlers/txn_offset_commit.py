@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.group import TopicPartition
@@ -59,6 +60,8 @@ async def _commit(
     group_id = request["group_id"] or ""
     if not group_id:
         return ErrorCode.INVALID_GROUP_ID, {}
+    ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, request["transactional_id"] or "")
+    ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     runtime = group_runtime(ctx.broker)
     producer_id, epoch = request["producer_id"], request["producer_epoch"]
     offsets_partition = (OFFSETS_TOPIC, runtime.store.partition_for(group_id))

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
@@ -33,8 +34,16 @@ TRANSACTION_VERSION_2 = 2
 @handles(ApiKey.WRITE_TXN_MARKERS, "1-2")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     results = []
+    # only brokers write markers: Kafka wants ALTER or CLUSTER_ACTION on the cluster
+    allowed = ctx.authorize(AclOperation.ALTER, ResourceType.CLUSTER, log=False) or ctx.authorize(
+        AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER
+    )
     for marker in request["markers"]:
-        errors = await _write(ctx, marker)
+        if allowed:
+            errors = await _write(ctx, marker)
+        else:
+            tps = [(t["name"], i) for t in marker["topics"] for i in t["partition_indexes"]]
+            errors = dict.fromkeys(tps, ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         topics = [
             {
                 "name": topic["name"],

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from aiohttp import web
 
+from kbroker.http.auth import auth_middleware
 from kbroker.http.console import add_console_routes
 from kbroker.http.explain import Explain
 from kbroker.http.metrics import CONTENT_TYPE, BrokerCollector, new_registry, render
@@ -43,9 +44,11 @@ class HttpGateway:
         broker.logs.on_append.append(self.traffic.on_append)
 
     def _application(self) -> web.Application:
+        middlewares: list[Any] = [_json_errors]
+        if self.broker.authorizer is not None:  # HTTP Basic against the Kafka users, then the same ACLs
+            middlewares.append(auth_middleware(self.broker, self.broker.authorizer))
         app = web.Application(
-            client_max_size=self.broker.config.get_int("kbroker.http.max.body.bytes"),
-            middlewares=[_json_errors],
+            client_max_size=self.broker.config.get_int("kbroker.http.max.body.bytes"), middlewares=middlewares
         )
         app[GATEWAY_KEY] = self
         app[BROKER_KEY] = self.broker

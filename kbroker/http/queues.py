@@ -22,11 +22,13 @@ import contextlib
 import json
 import time
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
 from aiohttp import WSMsgType, web
 
+from kbroker.http.auth import may_write
 from kbroker.http.rest.errors import RestError, topic_not_found, unprocessable
 from kbroker.http.rest.produce import append_records
 from kbroker.log import KafkaStorageError
@@ -95,6 +97,7 @@ class QueueSession:
         self.credit = 0
         self.held: set[tuple[str, int, int]] = set()
         self.wake = asyncio.Event()
+        self.may_write: Callable[[str], bool] = lambda topic: True  # WRITE on the topic (kbroker.http.auth)
 
     def keys(self) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
@@ -249,6 +252,8 @@ class QueueSession:
         topic = frame.get("topic")
         if not isinstance(topic, str):
             raise unprocessable("produce needs a topic")
+        if not self.may_write(topic):
+            raise RestError(403, 40301, f"Not authorized: WRITE on TOPIC {topic}")
         metadata = self.broker.logs.topic(topic)
         if metadata is None:
             raise topic_not_found(topic)
@@ -344,6 +349,7 @@ async def _serve_socket(
     await ws.prepare(request)
     binary = request.query.get("binary", "").lower() in ("1", "true")
     session = QueueSession(broker, runtime, ws, group, topics, consumer, binary)
+    session.may_write = lambda topic: may_write(request, broker, topic)
     held = session.still_held()
     resumed = sum(len(ranges) for _, _, ranges in held)
     welcome = {"type": "welcome", "consumer": consumer, "group": group, "topics": topics, "resumed": resumed}

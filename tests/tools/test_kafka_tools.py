@@ -566,13 +566,23 @@ def _table(text: str) -> list[dict[str, str]]:
     return [dict(zip(header, (c.strip() for c in row), strict=False)) for row in lines[1:]]
 
 
+# --------------------------------------------------------------------------- kafka-acls without an authorizer
+
+
+def test_acls_list_without_an_authorizer(tools: Tools) -> None:
+    """No authorizer.class.name: DescribeAcls answers SECURITY_DISABLED on both brokers (tests/broker/test_acls_vs_kafka.py
+    runs kafka-acls against brokers with one)."""
+    outputs = tools.both("org.apache.kafka.tools.AclCommand", "--list", check=False)
+    for out in outputs.values():
+        assert "SecurityDisabledException: No Authorizer is configured" in out, out
+
+
 # --------------------------------------------------------------------------- APIs kbroker does not offer
 
 
 @pytest.mark.parametrize(
     ("main_class", "args", "api"),
     [
-        ("org.apache.kafka.tools.AclCommand", ["--list"], "DESCRIBE_ACLS"),
         (
             "org.apache.kafka.tools.LeaderElectionCommand",
             ["--election-type", "preferred", "--all-topic-partitions"],

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from kbroker.config_defs import render_value
+from kbroker.http.auth import visible_topics
 from kbroker.http.rest.errors import V2_JSON, RestError, partition_not_found, topic_not_found
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ class Topics:
         return answer({"brokers": [self.broker.node_id]})
 
     async def list(self, request: web.Request) -> web.Response:
-        return answer(sorted(self.broker.logs.topics()))
+        return answer(visible_topics(request, self.broker, sorted(self.broker.logs.topics())))
 
     async def get(self, request: web.Request) -> web.Response:
         topic = request.match_info["topic"]

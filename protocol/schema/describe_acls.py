@@ -1,0 +1,50 @@
+"""DescribeAcls (key 29): the ACLs matching one filter, grouped by resource pattern."""
+
+from protocol.schema.types import F, request, response
+
+REQUEST = request(
+    "DescribeAclsRequest",
+    29,
+    "1-3",
+    "2+",
+    [
+        F("resource_type_filter", "int8", "0+"),
+        F("resource_name_filter", "string", "0+", nullable="0+"),
+        F("pattern_type_filter", "int8", "1+", default=3),
+        F("principal_filter", "string", "0+", nullable="0+"),
+        F("host_filter", "string", "0+", nullable="0+"),
+        F("operation", "int8", "0+"),
+        F("permission_type", "int8", "0+"),
+    ],
+)
+
+RESPONSE = response(
+    "DescribeAclsResponse",
+    29,
+    "1-3",
+    "2+",
+    [
+        F("throttle_time_ms", "int32", "0+"),
+        F("error_code", "int16", "0+"),
+        F("error_message", "string", "0+", nullable="0+", default=None),
+        F(
+            "resources",
+            [
+                F("resource_type", "int8", "0+"),
+                F("resource_name", "string", "0+"),
+                F("pattern_type", "int8", "1+", default=3),
+                F(
+                    "acls",
+                    [
+                        F("principal", "string", "0+"),
+                        F("host", "string", "0+"),
+                        F("operation", "int8", "0+"),
+                        F("permission_type", "int8", "0+"),
+                    ],
+                    "0+",
+                ),
+            ],
+            "0+",
+        ),
+    ],
+)
