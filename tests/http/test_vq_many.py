@@ -1,4 +1,4 @@
-"""100,000 virtual queues on one data topic: published by a Kafka producer, each read over HTTP.
+"""Many virtual queues (10,000 in the suite, 100,000 with KBROKER_TEST_VQ_QUEUES) on one data topic: published by a Kafka producer, each read over HTTP.
 
 Prints the time taken and the broker's resident memory before and after (docs/gateway.md states them).
 """
@@ -17,7 +17,10 @@ from confluent_kafka import Producer
 
 from tests.http.conftest import HttpBroker, http_get
 
-QUEUES = int(os.environ.get("KBROKER_TEST_VQ_QUEUES", "100000"))  # fewer for a quick look
+# The suite reads 10,000 queues; KBROKER_TEST_VQ_QUEUES=100000 is the full figure of docs/gateway.md. Past
+# about 20,000 records (the decoded-batch cache) a read in random queue order decodes a whole producer batch
+# for one record, so reads slow down sharply: see docs/gateway.md, "Virtual queues", limits.
+QUEUES = int(os.environ.get("KBROKER_TEST_VQ_QUEUES", "10000"))
 CONCURRENCY = 32
 
 
