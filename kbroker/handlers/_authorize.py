@@ -7,9 +7,7 @@ from typing import Any
 from kbroker.auth.acl import CLUSTER_NAME, AclOperation, ResourceType
 from kbroker.context import AUTHORIZATION_ERRORS, RequestContext
 from protocol.errors import ErrorCode
-
-_ATTRIBUTES = 21  # offset of a record batch's attributes
-_TRANSACTIONAL = 0x10
+from protocol.records import HEADER_SIZE, RecordBatch
 
 
 def produce_denied(ctx: RequestContext, request: dict[str, Any]) -> dict[str, ErrorCode]:
@@ -32,7 +30,7 @@ def _has_transactional_batch(request: dict[str, Any]) -> bool:
     for topic in request["topic_data"]:
         for partition in topic["partition_data"]:
             records = partition["records"]
-            if records is not None and len(records) > _ATTRIBUTES + 1 and records[_ATTRIBUTES + 1] & _TRANSACTIONAL:
+            if records is not None and len(records) >= HEADER_SIZE and RecordBatch(records).is_transactional:
                 return True
     return False
 
