@@ -31,6 +31,7 @@ from kbroker.waiters import FetchWaiters
 if TYPE_CHECKING:
     from kbroker.auth import Authorizer
     from kbroker.cluster.runtime import ClusterRuntime
+    from kbroker.coordinator_placement import CoordinatorPlacement
     from kbroker.group.runtime import GroupRuntime
     from kbroker.quota.manager import Quotas
     from kbroker.scram import ScramStore
@@ -59,6 +60,7 @@ class Broker:
     authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
     quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
+    placement: CoordinatorPlacement | None = None  # cluster mode: coordinators on their internal partitions' leaders
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
 

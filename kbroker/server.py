@@ -130,6 +130,10 @@ async def serve(
     broker.shares = shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
     broker.transactions = transactions = await start_transaction_coordinator(broker)
+    if broker.cluster is not None:  # the coordinators follow the leaders of their internal partitions
+        from kbroker.coordinator_placement import start_placement
+
+        broker.placement = start_placement(broker)
     registry = listeners.prepare(broker, handlers)
     if controls is not None:
         controls.attach(broker, registry)
@@ -181,6 +185,8 @@ async def serve(
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()
+    if broker.placement is not None:
+        await broker.placement.stop()
     if broker.cluster is not None:
         await broker.cluster.stop()  # the registration goes: the controller moves leadership away
     for conn in conns:

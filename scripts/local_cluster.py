@@ -110,6 +110,12 @@ def up(args: argparse.Namespace) -> int:
             "--config",
             f"zookeeper.connect={state['connect']}",
         ]
+        # the coordinators' internal topics are created only once as many brokers as their replication
+        # factor are live (Kafka's default 3): a smaller cluster gets a factor it can meet
+        factor = min(3, args.brokers)
+        for name in ("offsets.topic.replication.factor", "transaction.state.log.replication.factor"):
+            command += ["--config", f"{name}={factor}"]
+        command += ["--config", f"transaction.state.log.min.isr={min(2, factor)}"]
         for extra in args.config:
             command += ["--config", extra]
         with open(directory / f"broker-{node_id}.log", "ab") as out:

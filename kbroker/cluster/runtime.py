@@ -20,7 +20,7 @@ import asyncio
 import time
 import uuid
 from collections import Counter
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import structlog
@@ -72,6 +72,8 @@ class ClusterRuntime:
         self._task: asyncio.Task[None] | None = None
         self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
         self._refill: asyncio.Task[None] | None = None
+        # called with each new snapshot once this broker's logs follow it (the coordinators' placement)
+        self.on_change: list[Callable[[ClusterMetadata], None]] = []
 
     @property
     def is_controller(self) -> bool:
@@ -202,6 +204,8 @@ class ClusterRuntime:
         if self.lease is not None:
             await self._act_as_controller()
         await self._create_local_logs()
+        for listener in self.on_change:
+            listener(self.metadata)
         async with self._changed:
             self._changed.notify_all()
 

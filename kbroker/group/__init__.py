@@ -43,14 +43,23 @@ def start_group_coordinator(broker: Broker) -> GroupRuntime:
 
     clock = broker.clock
     runtime = GroupRuntime(config, broker.logs, clock=clock.wall_ms, timers=clock, consumer_settings=consumer_settings)
-    runtime.load()
+    if broker.cluster is None:
+        runtime.load()
+    else:  # cluster mode: the groups of each __consumer_offsets partition load when this broker leads it
+        runtime.store.owned = set()
+        runtime.store.in_cluster = True
     runtime.start()
     return runtime
 
 
-def group_runtime(broker: Broker) -> GroupRuntime:
-    """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none."""
+def group_runtime(broker: Broker, group_id: str | None = None) -> GroupRuntime:
+    """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none. With `group_id`:
+    NOT_COORDINATOR when another broker coordinates that group (cluster mode)."""
     runtime = broker.groups
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if group_id is not None:
+        error = runtime.coordinator_error(group_id)
+        if error is not ErrorCode.NONE:
+            raise KafkaProtocolError(error)
     return runtime

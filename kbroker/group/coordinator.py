@@ -12,7 +12,7 @@ changed are listed in `dirty`; groups that died in `removed`.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
 import structlog
@@ -511,9 +511,11 @@ class GroupCoordinator:
             self._on_member_gone(group, now)
 
     # -- shutdown ------------------------------------------------------------
-    def unload(self) -> None:
-        """The coordinator stops: every waiting JoinGroup/SyncGroup is told NOT_COORDINATOR."""
-        for group in self.groups.values():
+    def unload(self, group_ids: Iterable[str] | None = None) -> None:
+        """The coordinator stops (or gives up these groups): every waiting JoinGroup/SyncGroup is told
+        NOT_COORDINATOR."""
+        chosen = self.groups.values() if group_ids is None else [self.groups[g] for g in group_ids if g in self.groups]
+        for group in chosen:
             for member in group.members.values():
                 if member.awaiting_join is not None:
                     self._reply(member.awaiting_join, JoinResult(E.NOT_COORDINATOR, member.member_id))

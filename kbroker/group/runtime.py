@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import structlog
@@ -78,6 +78,8 @@ class GroupRuntime:
         extra = {} if snapshot_min_bytes is None else {"snapshot_min_bytes": snapshot_min_bytes}
         self.store = OffsetsStore(logs, config.offsets_topic_partitions, **extra)
         self.active = False
+        # cluster mode: the cluster's topics and partition counts (a broker holds logs only of its replicas)
+        self.topic_catalog: Callable[[], Mapping[str, int]] | None = None
         self._wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[None]] = set()
@@ -85,11 +87,19 @@ class GroupRuntime:
         self.pending_txn_offsets: dict[int, dict[str, dict[TopicPartition, CommittedOffset]]] = {}
 
     # -- lifecycle ---------------------------------------------------------------
-    def load(self) -> None:
-        """Replay __consumer_offsets into memory (before serving)."""
+    def coordinator_error(self, group_id: str) -> ErrorCode:
+        """NOT_COORDINATOR for a group whose __consumer_offsets partition this broker does not lead."""
+        owned = self.store.owned  # cluster mode: the partitions led here; None: a broker alone has every group
+        if owned is None or self.store.partition_for(group_id) in owned:
+            return ErrorCode.NONE
+        return ErrorCode.NOT_COORDINATOR
+
+    def load(self, partitions: Iterable[int] | None = None) -> None:
+        """Replay __consumer_offsets (the given partitions; all of them by default) into memory, before
+        serving their groups. In cluster mode the partitions then count as this broker's."""
         started = time.perf_counter()
         loaded = skipped = 0
-        replayed = list(self.store.replay())
+        replayed = list(self.store.replay(partitions))
         # A plain record followed later by another plain record of the same key changes nothing
         # (our writers tombstone every offset before a group's own tombstone), so only each key's
         # last plain record is parsed and applied, in log order; transactional ones all are.
@@ -109,8 +119,11 @@ class GroupRuntime:
                 skipped += 1
                 log.warning("offsets_record_skipped", partition=partition, error=str(error))
         self.consumers.restart_timers()
+        if partitions is not None and self.store.owned is not None:
+            self.store.owned.update(partitions)
         log.info(
             "group_coordinator_loaded",
+            partitions="all" if partitions is None else sorted(partitions),
             groups=len(self.groups),
             consumer_groups=len(self._consumer_persisted),
             records=len(replayed),
@@ -118,6 +131,28 @@ class GroupRuntime:
             skipped=skipped,
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
+
+    def unload(self, partitions: Iterable[int]) -> None:
+        """Leadership of these __consumer_offsets partitions moved to another broker: their groups leave
+        memory (waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR, pending transactional offsets go:
+        the new coordinator replays them with their markers)."""
+        lost = set(partitions)
+        if self.store.owned is not None:
+            self.store.owned -= lost
+        gone = [g for g in self.groups if self.store.partition_for(g) in lost]
+        self.coordinator.unload(gone)
+        for group_id in gone:
+            del self.groups[group_id]
+            self._consumer_persisted.discard(group_id)
+            self.coordinator.dirty.discard(group_id)
+            self.consumers.dirty.discard(group_id)
+        for producer_id, by_group in list(self.pending_txn_offsets.items()):
+            for group_id in [g for g in by_group if self.store.partition_for(g) in lost]:
+                del by_group[group_id]
+            if not by_group:
+                del self.pending_txn_offsets[producer_id]
+        self._dispatch()
+        log.info("group_coordinator_unloaded", partitions=sorted(lost), groups=len(gone))
 
     def _load_record(self, key: bytes, value: bytes | None) -> None:
         parsed = records.parse_key(key)
@@ -149,6 +184,8 @@ class GroupRuntime:
 
     def _topic_partitions(self) -> dict[str, int]:
         """Topics a consumer group may subscribe to (internal ones excluded) and their partition counts."""
+        if self.topic_catalog is not None:
+            return {name: count for name, count in self.topic_catalog().items() if name not in INTERNAL_TOPICS}
         return {name: meta.partitions for name, meta in self.store.logs.topics().items() if name not in INTERNAL_TOPICS}
 
     def _load_txn_record(self, producer_id: int, key: bytes, value: bytes | None) -> None:
@@ -396,7 +433,12 @@ class GroupRuntime:
     # -- expiry and snapshots ------------------------------------------------------------
     def expire_offsets(self) -> int:
         """One expiry pass (also dropping offsets of deleted topics); returns how many offsets went."""
-        expired, dead = self.offsets.expire(lambda topic: self.store.logs.topic(topic) is not None)
+        catalog = self.topic_catalog
+        if catalog is not None:
+            topics = catalog()
+            expired, dead = self.offsets.expire(lambda topic: topic in topics)
+        else:
+            expired, dead = self.offsets.expire(lambda topic: self.store.logs.topic(topic) is not None)
         by_group: dict[str, list[Entry]] = {}
         for group_id, tp in expired:
             by_group.setdefault(group_id, []).append((records.offset_key(group_id, tp), None))

@@ -85,9 +85,9 @@ class OffsetsStore(CoordinatorLog):
         start = self.start_snapshot(partition, [encode_batches(live)] if live else [])
         await self.finish_snapshot(partition, start, len(live))
 
-    def replay(self) -> Iterator[ReplayRecord]:
-        """Every record and transaction marker of every partition, oldest first."""
-        for partition in range(self.partitions):
+    def replay(self, partitions: Iterable[int] | None = None) -> Iterator[ReplayRecord]:
+        """Every record and transaction marker of the partitions (all by default), oldest first."""
+        for partition in range(self.partitions) if partitions is None else sorted(partitions):
             unified = self.logs.get_partition(OFFSETS_TOPIC, partition)
             if unified is not None:
                 yield from read_partition(unified, partition)
@@ -97,7 +97,7 @@ class OffsetsStore(CoordinatorLog):
 def read_partition(partition_log: UnifiedLog, partition: int) -> Iterator[ReplayRecord]:
     offset = partition_log.log_start_offset
     while offset < partition_log.log_end_offset:
-        data = partition_log.read(offset, READ_CHUNK_BYTES).read()
+        data = partition_log.read(offset, READ_CHUNK_BYTES, to_log_end=True).read()  # a state rebuild: to the end
         if not data:
             break
         try:

@@ -20,13 +20,13 @@ def check_offsets(
     valid: dict[TopicPartition, CommittedOffset] = {}
     readable = ctx.authorized(AclOperation.READ, ResourceType.TOPIC, {t["name"] for t in topics})
     for topic in topics:
-        meta = ctx.broker.logs.topic(topic["name"])
+        count = partition_count(ctx, topic["name"])
         for partition in topic["partitions"]:
             tp = (topic["name"], partition["partition_index"])
             metadata = partition["committed_metadata"]
             if topic["name"] not in readable:
                 errors[tp] = ErrorCode.TOPIC_AUTHORIZATION_FAILED
-            elif meta is None or not 0 <= tp[1] < meta.partitions:
+            elif count is None or not 0 <= tp[1] < count:
                 errors[tp] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             elif not runtime.offsets.metadata_fits(metadata):
                 errors[tp] = ErrorCode.OFFSET_METADATA_TOO_LARGE
@@ -34,6 +34,15 @@ def check_offsets(
                 epoch = partition["committed_leader_epoch"]
                 valid[tp] = CommittedOffset(partition["committed_offset"], epoch, metadata or "", now)
     return errors, valid
+
+
+def partition_count(ctx: RequestContext, topic: str) -> int | None:
+    """The topic's partition count: the cluster's in cluster mode (this broker may hold no replica of it)."""
+    cluster = ctx.broker.cluster
+    if cluster is not None and topic in cluster.metadata.topics:
+        return len(cluster.metadata.topics[topic].partitions)
+    meta = ctx.broker.logs.topic(topic)
+    return None if meta is None else meta.partitions
 
 
 TOPIC_IDS_VERSION = 10  # OffsetCommit and OffsetFetch name topics by id from v10

@@ -35,7 +35,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
         return _response(ErrorCode.GROUP_AUTHORIZATION_FAILED)
     try:
-        coordinator = transaction_coordinator(ctx.broker)
+        coordinator = transaction_coordinator(ctx.broker, transactional_id)
         store = group_runtime(ctx.broker).store
         store.ensure_topic()  # a partition count adopted later would move the group to another partition
         partition = store.partition_for(group_id)

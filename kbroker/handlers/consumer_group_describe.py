@@ -30,6 +30,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append({**_not_found(group_id, ""), "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
             groups[-1]["error_message"] = None
+        elif (owner := runtime.coordinator_error(group_id)) is not ErrorCode.NONE:  # another broker's (cluster)
+            groups.append({**_not_found(group_id, ""), "error_code": int(owner), "error_message": None})
         elif holder is None:
             groups.append(_not_found(group_id, f"Group {group_id} not found."))
         elif holder.consumer is None:

@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.CONSUMER_GROUP_HEARTBEAT, "0-1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    runtime = group_runtime(ctx.broker)
+    runtime = group_runtime(ctx.broker, request["group_id"] or "")
     group_id = request["group_id"]
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id or ""):
         return _answer(ErrorCode.GROUP_AUTHORIZATION_FAILED, None)

@@ -21,9 +21,13 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     shares = share_runtime(ctx.broker)
     names = [name or "" for name in request["groups_names"]]
     deletable = ctx.authorized(AclOperation.DELETE, ResourceType.GROUP, names)
+    elsewhere = {name: runtime.coordinator_error(name) for name in names if name in deletable}
+    elsewhere = {name: error for name, error in elsewhere.items() if error is not ErrorCode.NONE}
+    deletable -= set(elsewhere)  # groups another broker coordinates (cluster mode)
     share_names = [name for name in names if name in shares.coordinator.groups and name in deletable]
     results = await runtime.delete_groups([name for name in names if name not in share_names and name in deletable])
     results.update(dict.fromkeys(set(names) - deletable, ErrorCode.GROUP_AUTHORIZATION_FAILED))
+    results.update(elsewhere)
     for name in share_names:
         if shares.coordinator.groups[name].members:
             results[name] = ErrorCode.NON_EMPTY_GROUP

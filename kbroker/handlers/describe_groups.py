@@ -27,6 +27,10 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append(_summary(group_id, ErrorCode.GROUP_AUTHORIZATION_FAILED, ""))
             continue
+        owner = runtime.coordinator_error(group_id)
+        if owner is not ErrorCode.NONE:  # another broker coordinates it (cluster mode)
+            groups.append(_summary(group_id, owner, ""))
+            continue
         described = _describe(runtime.groups.get(group_id), group_id)
         if ctx.api_version >= 3 and request["include_authorized_operations"]:
             described["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, group_id)

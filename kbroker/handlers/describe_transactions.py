@@ -24,7 +24,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID, transactional_id):
             states.append(_error(transactional_id, ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED))
             continue
-        found = coordinator.describe(transactional_id)
+        runtime = ctx.broker.transactions
+        owner = runtime.coordinator_error(transactional_id) if runtime is not None else ErrorCode.NONE
+        found = coordinator.describe(transactional_id) if owner is ErrorCode.NONE else owner  # cluster: elsewhere
         if isinstance(found, ErrorCode):
             states.append(_error(transactional_id, found))
             continue

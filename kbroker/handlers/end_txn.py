@@ -31,7 +31,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     client_version = 2 if ctx.api_version >= FIRST_TV2_VERSION else 0
     try:
-        result = await transaction_coordinator(ctx.broker).end_txn(
+        result = await transaction_coordinator(ctx.broker, transactional_id).end_txn(
             transactional_id, request["producer_id"], request["producer_epoch"], request["committed"], client_version
         )
     except KafkaProtocolError as failure:

@@ -1,8 +1,8 @@
-"""FindCoordinator (10): this node coordinates every group (key type 0).
-
-Transactions (key type 1): this node too, once the transaction coordinator runs
-(COORDINATOR_NOT_AVAILABLE, which clients retry, before). From v4 a request carries
-a batch of keys and gets one answer per key.
+"""FindCoordinator (10): a broker alone coordinates every group (key type 0) and transactional id
+(key type 1), once its coordinators run (COORDINATOR_NOT_AVAILABLE, which clients retry, before).
+In cluster mode the answer is the leader of the key's partition of __consumer_offsets or
+__transaction_state (kbroker/coordinator_placement.py). From v4 a request carries a batch of keys
+and gets one answer per key.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 
 def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]:
-    """Every group and transactional id, even an empty one (as Kafka answers), is coordinated here."""
+    """Every group and transactional id, even an empty one (as Kafka answers), has a coordinator."""
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == GROUP_KEY_TYPE and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key or ""):
@@ -50,6 +50,17 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]
     except KafkaProtocolError as error:
         return _error(error.code, error.message)
     broker = ctx.broker
+    if broker.placement is not None:  # cluster mode: the leader of the key's internal partition
+        found = broker.placement.find(key_type, key or "", ctx.listener)
+        if found.error is not ErrorCode.NONE:
+            return _error(found.error, found.message or found.error.message)
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "node_id": found.node_id,
+            "host": found.host,
+            "port": found.port,
+        }
     address = broker.advertised_for(ctx.listener)
     return {
         "error_code": 0,

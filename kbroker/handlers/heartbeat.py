@@ -14,7 +14,7 @@ from protocol.api_keys import ApiKey
 @handles(ApiKey.HEARTBEAT, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
-    error = group_runtime(ctx.broker).heartbeat(
+    error = group_runtime(ctx.broker, request["group_id"] or "").heartbeat(
         request["group_id"] or "", request["member_id"] or "", request["group_instance_id"], request["generation_id"]
     )
     return {"throttle_time_ms": 0, "error_code": int(error)}

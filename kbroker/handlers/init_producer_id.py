@@ -61,7 +61,7 @@ async def _transactional(ctx: RequestContext, request: dict[str, Any], transacti
         return _response(ErrorCode.INVALID_REQUEST)  # Kafka: both or neither
     expected = None if producer_id == NO_PRODUCER_ID else (producer_id, epoch)
     try:
-        coordinator = transaction_coordinator(ctx.broker)
+        coordinator = transaction_coordinator(ctx.broker, transactional_id)
         result = await coordinator.init_producer_id(transactional_id, request["transaction_timeout_ms"], expected)
     except KafkaProtocolError as error:
         return _response(error.code)

@@ -22,7 +22,7 @@ from protocol.errors import ErrorCode
 @handles(ApiKey.JOIN_GROUP, "0-9")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
-    runtime = group_runtime(ctx.broker)
+    runtime = group_runtime(ctx.broker, request["group_id"] or "")
     if ctx.broker.shares is not None and (request["group_id"] or "") in ctx.broker.shares.coordinator.groups:
         return _not_classic(ctx.api_version)  # a share group's id, as Kafka answers it
     result = await runtime.join(

@@ -14,7 +14,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.LEAVE_GROUP, "0-5")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    runtime = group_runtime(ctx.broker)
+    runtime = group_runtime(ctx.broker, request["group_id"] or "")
     group_id = request["group_id"] or ""
     ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     if ctx.api_version < 3:

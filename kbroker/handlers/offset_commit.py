@@ -35,14 +35,16 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
             for p in t["partitions"]
         }
         valid = {}
-    error = await runtime.commit(
-        request["group_id"] or "",
-        request["generation_id_or_member_epoch"],
-        request["member_id"] or "",
-        request["group_instance_id"],
-        valid,
-        api_version=ctx.api_version,
-    )
+    error = runtime.coordinator_error(request["group_id"] or "")  # NOT_COORDINATOR: another broker's group
+    if error is ErrorCode.NONE:
+        error = await runtime.commit(
+            request["group_id"] or "",
+            request["generation_id_or_member_epoch"],
+            request["member_id"] or "",
+            request["group_instance_id"],
+            valid,
+            api_version=ctx.api_version,
+        )
     for tp in valid:
         errors[tp] = error
     return {

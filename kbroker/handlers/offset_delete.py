@@ -18,7 +18,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.OFFSET_DELETE, "0")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    runtime = group_runtime(ctx.broker)
+    runtime = group_runtime(ctx.broker, request["group_id"] or "")
     ctx.require(AclOperation.DELETE, ResourceType.GROUP, request["group_id"] or "")
     errors: dict[tuple[str, int], ErrorCode] = {}
     known: list[tuple[str, int]] = []

@@ -38,6 +38,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group["group_id"] or ""):
                 error = ErrorCode.GROUP_AUTHORIZATION_FAILED
             else:
+                error = runtime.coordinator_error(group["group_id"] or "")
+            if error is ErrorCode.NONE:
                 error = runtime.offsets.validate_fetch(
                     group["group_id"], group.get("member_id"), group.get("member_epoch", -1)
                 )
@@ -52,6 +54,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return {"throttle_time_ms": 0, "groups": groups}
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, request["group_id"] or ""):
         return {"throttle_time_ms": 0, "topics": [], "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)}
+    owner = runtime.coordinator_error(request["group_id"] or "")
+    if owner is not ErrorCode.NONE:
+        return {"throttle_time_ms": 0, "topics": [], "error_code": int(owner)}
     topics = _fetch(runtime.fetch, request["group_id"], request["topics"], pending)
     topics = _describable(ctx, topics, named=request["topics"] is not None)
     return {"throttle_time_ms": 0, "topics": topics, "error_code": 0}

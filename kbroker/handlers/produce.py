@@ -35,7 +35,9 @@ INVALID_PRODUCER_EPOCH). A transactional batch must belong to its producer's ong
 transaction, with this partition added to it (AddPartitionsToTxn), else INVALID_TXN_STATE
 (INVALID_PRODUCER_EPOCH for an older epoch), as Kafka's partition verification answers.
 From v12 (transactions v2) a transactional batch adds its partition to the transaction
-itself: the leader asks the coordinator (here, directly) before appending, as Kafka's
+itself: the leader asks the coordinator (directly when it runs here; in cluster mode with
+AddPartitionsToTxn v5 to the broker coordinating the transactional id, which also verifies
+the first batch of a transaction in a partition for older clients) before appending, as Kafka's
 AddPartitionsToTxnManager does; a fenced producer gets INVALID_PRODUCER_EPOCH and a
 coordinator that cannot answer now NOT_ENOUGH_REPLICAS (retriable without a metadata
 refresh), as Kafka translates them.
@@ -96,6 +98,10 @@ _RETRY_AS_NOT_ENOUGH_REPLICAS = frozenset(
 
 @handles(ApiKey.PRODUCE, "3-12", advertise_min=0)
 def handle(ctx: RequestContext, request: dict[str, Any]) -> Any:
+    if request["transactional_id"] and _coordinated_elsewhere(ctx, request["transactional_id"]):
+        joining = _transactional_partitions(ctx, request)
+        if joining is not None:
+            return _ask_coordinator_then_produce(ctx, request, *joining)
     if ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION and request["transactional_id"]:
         joining = _transactional_partitions(ctx, request)
         if joining is not None:
@@ -143,8 +149,55 @@ async def _add_then_produce(
     return result
 
 
+def _coordinated_elsewhere(ctx: RequestContext, transactional_id: str) -> bool:
+    """Cluster mode: another broker is the transaction coordinator of `transactional_id`."""
+    runtime = ctx.broker.transactions
+    return (
+        ctx.broker.placement is not None and runtime is not None and bool(runtime.coordinator_error(transactional_id))
+    )
+
+
+async def _ask_coordinator_then_produce(
+    ctx: RequestContext, request: dict[str, Any], producer_id: int, epoch: int, partitions: set[tuple[str, int]]
+) -> Any:
+    """Cluster mode, the producer's coordinator on another broker: ask it with AddPartitionsToTxn v5 (add the
+    partitions with transactions v2; otherwise verify those where this producer has no open transaction yet,
+    as Kafka's leader verifies the first batch of a transaction), then append."""
+    placement = ctx.broker.placement
+    assert placement is not None
+    implicit = ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION
+    unverified = {tp for tp in partitions if implicit or not _in_open_transaction(ctx, tp, producer_id, epoch)}
+    refused: dict[tuple[str, int], ErrorCode] = {}
+    if unverified:
+        answers = await placement.add_or_verify(
+            request["transactional_id"], producer_id, epoch, unverified, verify_only=not implicit
+        )
+        for tp, error in answers.items():
+            if error is ErrorCode.PRODUCER_FENCED:
+                error = ErrorCode.INVALID_PRODUCER_EPOCH
+            elif error in _RETRY_AS_NOT_ENOUGH_REPLICAS:
+                error = ErrorCode.NOT_ENOUGH_REPLICAS
+            if error is not ErrorCode.NONE:
+                refused[tp] = error
+        if refused:
+            ctx.log.info("produce_txn_partitions_refused", producer_id=producer_id, epoch=epoch, errors=len(refused))
+    result = _produce(ctx, request, refused, verified=frozenset(partitions))
+    if result is not None and not isinstance(result, dict):
+        result = await result
+    return result
+
+
+def _in_open_transaction(ctx: RequestContext, tp: tuple[str, int], producer_id: int, epoch: int) -> bool:
+    log = ctx.broker.logs.get_partition(*tp)
+    entry = None if log is None else log.producer_state().entry(producer_id)
+    return entry is not None and entry.producer_epoch == epoch and entry.txn_first_offset >= 0
+
+
 def _produce(
-    ctx: RequestContext, request: dict[str, Any], refused_by_coordinator: dict[tuple[str, int], ErrorCode]
+    ctx: RequestContext,
+    request: dict[str, Any],
+    refused_by_coordinator: dict[tuple[str, int], ErrorCode],
+    verified: frozenset[tuple[str, int]] = frozenset(),
 ) -> Any:
     acks = request["acks"]
     pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
@@ -163,7 +216,7 @@ def _produce(
                 code = refused_by_coordinator[(name, partition["index"])]
                 result = _error(partition["index"], code, None, "the transaction coordinator refused the partition")
             else:
-                result = _produce_partition(ctx, name, partition, acks, pending, refused)
+                result = _produce_partition(ctx, name, partition, acks, pending, refused, verified)
             failed = failed or result["error_code"] != 0
             results.append(result)
         responses.append({"name": name, "partition_responses": results})
@@ -196,6 +249,7 @@ def _produce_partition(
     acks: int,
     pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
     refused: list[str],
+    verified: frozenset[tuple[str, int]] = frozenset(),
 ) -> dict[str, Any]:
     index = partition["index"]
     log = ctx.broker.logs.get_partition(topic, index)
@@ -208,7 +262,8 @@ def _produce_partition(
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, log, f"cannot append to internal topic {topic}")
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
-        _check_producer(ctx, batch, topic, index)
+        if (topic, index) not in verified:  # (asked of another broker's coordinator: cluster mode)
+            _check_producer(ctx, batch, topic, index)
         info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=epoch)
     except RecordValidationError as error:
         refused.append(f"{topic}-{index}: {error.code.name}: {error.message[:200]}")

@@ -19,7 +19,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.SYNC_GROUP, "0-5")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    runtime = group_runtime(ctx.broker)
+    runtime = group_runtime(ctx.broker, request["group_id"] or "")
     ctx.require(AclOperation.READ, ResourceType.GROUP, request["group_id"] or "")
     if ctx.api_version >= 5 and (request["protocol_type"] is None or request["protocol_name"] is None):
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INCONSISTENT_GROUP_PROTOCOL), "assignment": b""}

@@ -1,8 +1,9 @@
 """WriteTxnMarkers (27) v1-2: append COMMIT/ABORT markers sent by a coordinator or by an admin.
 
-kbroker's own coordinator writes its markers locally; this API serves Kafka's admin
-abortTransaction (`kafka-transactions abort`, after `find-hanging`), which sends an ABORT marker
-for a transaction left open in a partition. Each marker goes through the coordinator's marker
+A coordinator sends it to the leaders of its transactions' partitions on other brokers (cluster mode;
+the markers of partitions it leads itself it writes directly), and Kafka's admin abortTransaction
+(`kafka-transactions abort`, after `find-hanging`) sends an ABORT marker for a transaction left open in
+a partition. A partition another broker leads gets NOT_LEADER_OR_FOLLOWER. Each marker goes through the coordinator's marker
 writer (kbroker/txn/markers.py), so producer state, waiting fetches and transactional offsets of
 __consumer_offsets see it as they see the coordinator's own.
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leader_epoch
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
@@ -72,7 +74,7 @@ async def _write(ctx: RequestContext, marker: dict[str, Any]) -> dict[TopicParti
         commit = marker["transaction_result"]
         try:
             # No await between the checks above and the appends inside write_markers.
-            await marker_writer(ctx.broker).write_markers(
+            await marker_writer(ctx.broker).write_local(
                 producer_id, epoch, valid, commit, coordinator_epoch=marker["coordinator_epoch"]
             )
         except KafkaProtocolError as failure:
@@ -97,6 +99,8 @@ def _check(
     log = ctx.broker.logs.get_partition(*tp)
     if log is None:
         return missing_log_error(ctx, *tp)
+    if leader_epoch(ctx, *tp) is None:  # cluster mode: another broker leads it
+        return ErrorCode.NOT_LEADER_OR_FOLLOWER
     try:
         entry = log.producer_state().entry(producer_id)
     except KafkaStorageError:

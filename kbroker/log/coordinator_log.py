@@ -6,6 +6,10 @@ Metadata auto-creation) is adopted with its partition count, as nothing was writ
 are appended through the partition's UnifiedLog (origin COORDINATOR) and acknowledged as an
 acks=all produce: fsynced first when the topic's kbroker.fsync.before.ack asks for it.
 
+In cluster mode (`in_cluster`) the topic is created in ZooKeeper by whoever first needs it (see
+kbroker/coordinator_placement.py), its partition count comes from there, and a coordinator writes only the
+partitions whose leader this broker is.
+
 Compaction without a log cleaner: once a partition grows past max(snapshot_min_bytes, 2 x its
 size after the last snapshot), the coordinator rewrites it: `start_snapshot` rolls a new segment
 and appends every live record (synchronously: a consistent cut, later records follow it),
@@ -19,7 +23,7 @@ from collections.abc import Iterable, Mapping
 
 import structlog
 
-from kbroker.log.errors import KafkaStorageError, TopicExistsError
+from kbroker.log.errors import KafkaStorageError, NotCoordinatorError, TopicExistsError
 from kbroker.log.manager import LogManager
 from kbroker.log.partition_log import AppendInfo
 from kbroker.log.unified_log import AppendOrigin, UnifiedLog
@@ -47,6 +51,10 @@ class CoordinatorLog:
         existing = logs.topic(topic)
         self.partitions = existing.partitions if existing is not None else partitions
         self.snapshot_min_bytes = snapshot_min_bytes
+        # cluster mode: the topic is the cluster's (created in ZooKeeper, its partition count set from there);
+        # nothing is created locally and only partitions this broker leads are written
+        self.in_cluster = False
+        self.owned: set[int] | None = None  # cluster mode: the partitions this broker leads (None: all)
         self.snapshotting: set[int] = set()
         self._size_after_snapshot: dict[int, int] = {}
 
@@ -56,6 +64,8 @@ class CoordinatorLog:
     # -- writes ----------------------------------------------------------------------
     def ensure_topic(self) -> None:
         """Create (or adopt) the topic now: its partition count is final once this returns."""
+        if self.in_cluster:
+            return
         metadata = self.logs.topic(self.topic)
         if metadata is None:
             try:
@@ -82,7 +92,10 @@ class CoordinatorLog:
     def append_to(self, key: str, buffer: bytearray) -> tuple[UnifiedLog, AppendInfo]:
         """Append record batches to `key`'s partition (in the page cache on return)."""
         self.ensure_topic()
-        unified = self.partition_log(self.partition_for(key))
+        partition = self.partition_for(key)
+        if self.owned is not None and partition not in self.owned:
+            raise NotCoordinatorError(f"{self.topic}-{partition} is not led by this broker")
+        unified = self.partition_log(partition)
         return unified, unified.append_as_leader(buffer, AppendOrigin.COORDINATOR)
 
     @staticmethod

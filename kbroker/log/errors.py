@@ -16,6 +16,10 @@ class LogOfflineError(KafkaStorageError):
     a partial write it could not cut); a restart recovers it. Also KAFKA_STORAGE_ERROR."""
 
 
+class NotCoordinatorError(LogError):
+    """A coordinator write to an internal partition this broker no longer leads (cluster mode)."""
+
+
 class OffsetOutOfRangeError(LogError):
     """An offset outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
 

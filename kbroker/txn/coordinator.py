@@ -27,7 +27,7 @@ from typing import Protocol
 
 import structlog
 
-from kbroker.log import LogError
+from kbroker.log import LogError, NotCoordinatorError
 from kbroker.txn.transaction import (
     MAX_EPOCH,
     NO_PRODUCER_EPOCH,
@@ -94,6 +94,7 @@ class TransactionCoordinator:
         self.generate_producer_id = generate_producer_id
         self.clock = clock
         self.transactions: dict[str, TransactionMetadata] = {}
+        self.owns: Callable[[str], bool] = lambda transactional_id: True  # cluster mode: its partition is led here
         self._by_producer_id: dict[int, TransactionMetadata] = {}
 
     # -- loading ---------------------------------------------------------------------
@@ -108,6 +109,18 @@ class TransactionCoordinator:
                 self.transactions[transactional_id] = metadata
                 self._by_producer_id[metadata.producer_id] = metadata
 
+    def unload(self, transactional_ids: Iterable[str]) -> None:
+        """Another broker coordinates these ids now (cluster mode): forget them. A write still in flight for
+        one of them fails (its partition is no longer this broker's) and is not applied."""
+        for transactional_id in transactional_ids:
+            metadata = self.transactions.pop(transactional_id, None)
+            if metadata is not None and self._by_producer_id.get(metadata.producer_id) is metadata:
+                del self._by_producer_id[metadata.producer_id]
+
+    def _forget_if_unloaded(self, metadata: TransactionMetadata) -> None:
+        if not self.owns(metadata.transactional_id) and self.transactions.get(metadata.transactional_id) is metadata:
+            self.unload([metadata.transactional_id])
+
     def by_producer_id(self, producer_id: int) -> TransactionMetadata | None:
         return self._by_producer_id.get(producer_id)
 
@@ -116,11 +129,17 @@ class TransactionCoordinator:
         metadata.pending = record.state
         try:
             await self.state_log.write(metadata.transactional_id, record)
+        except NotCoordinatorError:
+            self._forget_if_unloaded(metadata)
+            return E.NOT_COORDINATOR
         except (LogError, OSError) as error:
             log.error("transaction_state_write_failed", transactional_id=metadata.transactional_id, error=str(error))
             return E.COORDINATOR_NOT_AVAILABLE
         finally:
             metadata.pending = None
+        if not self.owns(metadata.transactional_id):  # unloaded while the write was in flight
+            self._forget_if_unloaded(metadata)
+            return E.NOT_COORDINATOR
         old_producer_id = metadata.producer_id
         metadata.apply(record)
         if old_producer_id != metadata.producer_id:

@@ -1,4 +1,7 @@
-"""Writing COMMIT/ABORT markers (Kafka's WriteTxnMarkers, done locally: one node leads every partition).
+"""Writing COMMIT/ABORT markers: locally for the partitions this broker leads (every partition of a broker
+alone), through WriteTxnMarkers to the leader for the others (cluster mode, Kafka's
+TransactionMarkerChannelManager: `remote`). A leader's refusal or silence is retried for a few seconds,
+then the transaction stays in its Prepare state and the coordinator completes it later.
 
 For each partition of the transaction: a control batch (transactional + control bits,
 producer id and epoch, one record: key = version 0 + type, value = version 0 +
@@ -18,13 +21,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import structlog
 
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, UnifiedLog
 from kbroker.txn.coordinator import COORDINATOR_EPOCH
 from kbroker.txn.transaction import TopicPartition
+from protocol.errors import ErrorCode
 from protocol.record_builder import build_control_batch
 from protocol.records import ControlRecordType
 
@@ -34,15 +38,87 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 LEADER_EPOCH = 0  # as Produce stamps it
+NO_LEADER = -1
+REMOTE_ATTEMPTS = 10
+REMOTE_RETRY_S = 0.5
+# a leader's answers that leave the marker written: a marker newer than this one is there already
+_WRITTEN = frozenset({ErrorCode.NONE, ErrorCode.INVALID_PRODUCER_EPOCH, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION})
 MarkerListener = Callable[[str, int, int, bool], None]
+
+
+class RemoteMarkers(Protocol):
+    """Cluster mode: who leads a partition, and the WriteTxnMarkers request to another broker."""
+
+    def leader_of(self, topic: str, partition: int) -> int | None:
+        """The partition's leader, NO_LEADER while it has none, None when the topic is gone."""
+        ...
+
+    async def send(
+        self,
+        broker_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        commit: bool,
+        coordinator_epoch: int,
+    ) -> dict[TopicPartition, ErrorCode]: ...
 
 
 class LogMarkerWriter:
     def __init__(self, broker: Broker, on_marker: MarkerListener | None = None) -> None:
         self.broker = broker
         self.on_marker = on_marker
+        self.remote: RemoteMarkers | None = None  # cluster mode: markers of other brokers' partitions go there
 
     async def write_markers(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: list[TopicPartition],
+        commit: bool,
+        *,
+        coordinator_epoch: int = COORDINATOR_EPOCH,
+    ) -> None:
+        """The coordinator's markers: those of partitions led here written locally, the others sent to their
+        leaders (cluster mode); returns once all are durable, raises KafkaStorageError otherwise (the
+        transaction stays in its Prepare state and the coordinator tries again)."""
+        remote = self.remote
+        if remote is None:
+            await self.write_local(producer_id, producer_epoch, partitions, commit, coordinator_epoch=coordinator_epoch)
+            return
+        for attempt in range(REMOTE_ATTEMPTS):
+            by_leader: dict[int, list[TopicPartition]] = {}
+            for tp in partitions:
+                leader = remote.leader_of(*tp)
+                if leader is not None:  # None: the topic is gone, as a missing local partition is skipped
+                    by_leader.setdefault(leader, []).append(tp)
+            local = by_leader.pop(self.broker.node_id, [])
+            failed: dict[TopicPartition, str] = {tp: "no leader" for tp in by_leader.pop(NO_LEADER, [])}
+            if local:
+                await self.write_local(producer_id, producer_epoch, local, commit, coordinator_epoch=coordinator_epoch)
+            sends = [
+                remote.send(leader, producer_id, producer_epoch, tps, commit, coordinator_epoch)
+                for leader, tps in by_leader.items()
+            ]
+            for (leader, tps), outcome in zip(
+                by_leader.items(), await asyncio.gather(*sends, return_exceptions=True), strict=True
+            ):
+                if isinstance(outcome, Exception):
+                    failed.update(dict.fromkeys(tps, f"broker {leader}: {type(outcome).__name__} {outcome}"))
+                    continue
+                if isinstance(outcome, BaseException):
+                    raise outcome
+                for tp, error in outcome.items():
+                    if error not in _WRITTEN:
+                        failed[tp] = f"broker {leader}: {error.name}"
+            if not failed:
+                return
+            partitions = sorted(failed)  # the written ones are not sent again
+            log.info("transaction_markers_retrying", producer_id=producer_id, attempt=attempt + 1, failed=failed)
+            await asyncio.sleep(REMOTE_RETRY_S)
+        raise KafkaStorageError(f"transaction markers not written: {failed}")
+
+    async def write_local(
         self,
         producer_id: int,
         producer_epoch: int,

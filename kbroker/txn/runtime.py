@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING
 
 import structlog
 
-from kbroker.txn.coordinator import TransactionCoordinator, TxnConfig
+from kbroker.txn.coordinator import COORDINATOR_EPOCH, TransactionCoordinator, TxnConfig
 from kbroker.txn.markers import LogMarkerWriter, MarkerListener
-from kbroker.txn.transaction import TxnRecord
+from kbroker.txn.transaction import TopicPartition, TxnRecord
 from kbroker.txn.txn_log import TxnLogFormatError, parse_txn_key, parse_txn_value, txn_key, txn_value
 from kbroker.txn.txn_store import Entry, TxnStateStore, snapshot_batches
 from protocol.errors import ErrorCode, KafkaProtocolError
@@ -43,10 +44,10 @@ class LogStateLog:
         self.latest: dict[str, bytes] = {}  # transactional id -> its last value in the log
         self._background: set[asyncio.Task[None]] = set()
 
-    def replay(self) -> list[tuple[str, TxnRecord | None]]:
+    def replay(self, partitions: Iterable[int] | None = None) -> list[tuple[str, TxnRecord | None]]:
         records: list[tuple[str, TxnRecord | None]] = []
         skipped = 0
-        for partition, key, value in self.store.replay():
+        for partition, key, value in self.store.replay(partitions):
             try:
                 transactional_id = parse_txn_key(key)
                 record = None if value is None else parse_txn_value(value)
@@ -101,10 +102,13 @@ class TxnRuntime:
                 id_expiration_ms=config.get_int("transactional.id.expiration.ms"),
             ),
             self.state_log,
-            self.marker_writer,
+            self,  # write_markers: the marker writer, with the coordinator epoch of the transaction's partition
             broker.producer_ids.generate,
             broker.clock.wall_ms,
         )
+        # cluster mode: the leader epoch at which this broker leads each __transaction_state partition, the
+        # coordinator epoch of its transactions' markers (Kafka's): a deposed coordinator's markers are fenced
+        self.coordinator_epochs: dict[int, int] = {}
         self.clock = broker.clock
         self.active = False
         self._task: asyncio.Task[None] | None = None
@@ -123,16 +127,58 @@ class TxnRuntime:
 
         return on_marker
 
-    def load(self) -> None:
+    async def write_markers(
+        self, producer_id: int, producer_epoch: int, partitions: list[TopicPartition], commit: bool
+    ) -> None:
+        """The coordinator's MarkerWriter: the markers, with the coordinator epoch of the transaction's
+        partition of __transaction_state (0 on a broker alone)."""
+        metadata = self.coordinator.by_producer_id(producer_id)
+        store = self.state_log.store
+        partition = None if metadata is None else store.partition_for(metadata.transactional_id)
+        epoch = (
+            self.coordinator_epochs.get(partition, COORDINATOR_EPOCH) if partition is not None else COORDINATOR_EPOCH
+        )
+        await self.marker_writer.write_markers(producer_id, producer_epoch, partitions, commit, coordinator_epoch=epoch)
+
+    def coordinator_error(self, transactional_id: str) -> ErrorCode:
+        """NOT_COORDINATOR for an id whose __transaction_state partition this broker does not lead."""
+        owned = self.state_log.store.owned  # cluster mode: the partitions led here; None: every id is ours
+        if owned is None or self.state_log.store.partition_for(transactional_id) in owned:
+            return ErrorCode.NONE
+        return ErrorCode.NOT_COORDINATOR
+
+    def load(self, partitions: Iterable[int] | None = None, leader_epochs: Mapping[int, int] | None = None) -> None:
+        """Replay __transaction_state (the given partitions; all by default). In cluster mode the partitions
+        then count as this broker's, their markers carrying `leader_epochs` as coordinator epochs;
+        transactions found in a Prepare state are completed by the caller (`complete_prepared`)."""
         started = time.perf_counter()
-        records = self.state_log.replay()
+        self.coordinator_epochs.update(leader_epochs or {})
+        records = self.state_log.replay(partitions)
         self.coordinator.load(records)
+        store = self.state_log.store
+        if partitions is not None and store.owned is not None:
+            store.owned.update(partitions)
         log.info(
             "transaction_coordinator_loaded",
+            partitions="all" if partitions is None else sorted(partitions),
             transactional_ids=len(self.coordinator.transactions),
             records=len(records),
             duration_ms=round((time.perf_counter() - started) * 1000, 1),
         )
+
+    def unload(self, partitions: Iterable[int]) -> None:
+        """Leadership of these __transaction_state partitions moved away: their transactional ids go."""
+        lost = set(partitions)
+        store = self.state_log.store
+        if store.owned is not None:
+            store.owned -= lost
+        for partition in lost:
+            self.coordinator_epochs.pop(partition, None)
+        gone = [tid for tid in self.coordinator.transactions if store.partition_for(tid) in lost]
+        self.coordinator.unload(gone)
+        for tid in [tid for tid in self.state_log.latest if store.partition_for(tid) in lost]:
+            del self.state_log.latest[tid]
+        log.info("transaction_coordinator_unloaded", partitions=sorted(lost), transactional_ids=len(gone))
 
     async def start(self) -> None:
         completed = await self.coordinator.complete_prepared()
@@ -169,16 +215,28 @@ async def start_transaction_coordinator(broker: Broker) -> TxnRuntime:
     """Replay __transaction_state, complete prepared transactions, start the timers (the server
     then sets broker.transactions; the group coordinator must be running: markers publish offsets)."""
     runtime = TxnRuntime(broker)
-    runtime.load()
+    if broker.cluster is None:
+        runtime.load()
+    else:  # cluster mode: each __transaction_state partition loads when this broker leads it
+        store = runtime.state_log.store
+        store.owned, store.in_cluster = set(), True
+        runtime.coordinator.owns = lambda transactional_id: (
+            runtime.coordinator_error(transactional_id) is ErrorCode.NONE
+        )
     await runtime.start()
     return runtime
 
 
-def transaction_coordinator(broker: Broker) -> TransactionCoordinator:
-    """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) while there is none."""
+def transaction_coordinator(broker: Broker, transactional_id: str | None = None) -> TransactionCoordinator:
+    """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) while there is none. With
+    `transactional_id`: NOT_COORDINATOR when another broker coordinates that id (cluster mode)."""
     runtime = broker.transactions
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    if transactional_id is not None:
+        error = runtime.coordinator_error(transactional_id)
+        if error is not ErrorCode.NONE:
+            raise KafkaProtocolError(error)
     return runtime.coordinator
 
 

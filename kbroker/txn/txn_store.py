@@ -10,7 +10,7 @@ partition is replayed: the last record of an id wins, a null value removes it.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 import structlog
 
@@ -47,9 +47,9 @@ class TxnStateStore(CoordinatorLog):
         """Write records of ids of one partition (the first id's); in the page cache on return."""
         return self.append_to(transactional_id, encode_entries(entries))
 
-    def replay(self) -> Iterator[tuple[int, bytes, bytes | None]]:
-        """Every record of every partition, oldest first: (partition, key, value)."""
-        for partition in range(self.partitions):
+    def replay(self, partitions: Iterable[int] | None = None) -> Iterator[tuple[int, bytes, bytes | None]]:
+        """Every record of the partitions (all by default), oldest first: (partition, key, value)."""
+        for partition in range(self.partitions) if partitions is None else sorted(partitions):
             unified = self.logs.get_partition(TXN_TOPIC, partition)
             if unified is None:
                 continue

@@ -2,8 +2,8 @@
 
 from protocol.schema.types import F, request, response
 
-# Kafka defines versions 0-5; 4+ is the brokers' batched verification form, which clients do not send.
-# Its fields stay declared so the schema mirrors Kafka's, but we serve 0-3.
+# Versions 4+ are the brokers' batched form (a partition leader asks the transaction coordinator to verify
+# or add partitions), which clients do not send.
 
 _TOPIC = [
     F("name", "string", "0+"),
@@ -25,7 +25,7 @@ _TOPIC_RESULT = [
 REQUEST = request(
     "AddPartitionsToTxnRequest",
     24,
-    "0-3",
+    "0-5",
     "3+",
     [
         F(
@@ -49,7 +49,7 @@ REQUEST = request(
 RESPONSE = response(
     "AddPartitionsToTxnResponse",
     24,
-    "0-3",
+    "0-5",
     "3+",
     [
         F("throttle_time_ms", "int32", "0+"),

@@ -228,6 +228,36 @@ def test_produce_outside_the_transaction_is_refused(raw: RawClient) -> None:
     assert outline(log_batches(raw, topic)) == ["in", "COMMIT"]
 
 
+def test_brokers_form_of_add_partitions_verifies_and_adds(raw: RawClient) -> None:
+    """AddPartitionsToTxn v5, what a partition leader asks another broker's coordinator in cluster mode."""
+    topic, tid = unique_topic("v5"), unique_topic("tid")
+    create_topic(raw, topic)
+    answer = init_pid(raw, tid)
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+
+    def ask(verify_only: bool, producer_epoch: int = epoch) -> int:
+        transaction = {
+            "transactional_id": tid,
+            "producer_id": pid,
+            "producer_epoch": producer_epoch,
+            "verify_only": verify_only,
+            "topics": [{"name": topic, "partitions": [0]}],
+        }
+        reply = raw.call(ApiKey.ADD_PARTITIONS_TO_TXN, 5, {"transactions": [transaction]})
+        assert reply["error_code"] == 0
+        (result,) = reply["results_by_transaction"]
+        assert result["transactional_id"] == tid
+        return int(result["topic_results"][0]["results_by_partition"][0]["partition_error_code"])
+
+    assert ask(verify_only=True) == E.INVALID_TXN_STATE  # not in the transaction yet
+    assert ask(verify_only=False) == E.NONE  # added
+    assert ask(verify_only=True) == E.NONE
+    assert ask(verify_only=True, producer_epoch=epoch - 1) == E.INVALID_PRODUCER_EPOCH
+    assert produce(raw, topic, txn_records(pid, epoch, 0, "in"))["error_code"] == E.NONE
+    assert end_txn(raw, tid, pid, epoch, True) == E.NONE
+    assert outline(log_batches(raw, topic)) == ["in", "COMMIT"]
+
+
 @pytest.mark.parametrize(("version", "expected"), [(1, E.INVALID_PRODUCER_EPOCH), (3, E.PRODUCER_FENCED)])
 def test_fencing_error_follows_the_request_version(raw: RawClient, version: int, expected: E) -> None:
     topic, tid = unique_topic("v"), unique_topic("tid")

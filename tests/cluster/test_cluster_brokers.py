@@ -28,6 +28,7 @@ class Cluster:
         self.connect = zookeeper.connect_string + chroot
         self.root = root
         self.brokers: dict[int, BrokerProcess] = {}
+        self.configs: dict[str, str] = {}  # more broker configs, for every broker started from now on
 
     def start(self, node_id: int) -> BrokerProcess:
         previous = self.brokers.get(node_id)
@@ -41,6 +42,7 @@ class Cluster:
             f"zookeeper.session.timeout.ms={SESSION_TIMEOUT_MS}",
             "--config",
             "default.replication.factor=3",
+            *(arg for name, value in self.configs.items() for arg in ("--config", f"{name}={value}")),
             port=previous.port if previous else None,
         )
         self.brokers[node_id] = process.start()

@@ -1,0 +1,303 @@
+"""The group and transaction coordinators on a 3-broker cluster (three kbroker processes, a real ZooKeeper):
+__consumer_offsets and __transaction_state are cluster topics, FindCoordinator answers the leader of the
+key's partition from every broker, members connected to different brokers form one group, a transactional
+producer commits and aborts across partitions led by three brokers (markers sent to the other leaders,
+verification asked of the coordinator), and when the coordinating broker is killed the group and the
+transactional id move to the new leader of their internal partition. Clients: confluent-kafka, and raw
+requests for the protocol answers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kbroker.log.coordinator_log import partition_for
+from protocol.api_keys import ApiKey
+from scripts.zookeeper import ZooKeeperServer
+from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
+from tests.process import RawClient
+
+INTERNAL_PARTITIONS = 10
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+NOT_COORDINATOR = 16
+
+
+@pytest.fixture
+def cluster(zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[Cluster]:
+    cluster = Cluster(zookeeper, zk_chroot, tmp_path)
+    cluster.configs = {
+        "offsets.topic.num.partitions": str(INTERNAL_PARTITIONS),
+        "transaction.state.log.num.partitions": str(INTERNAL_PARTITIONS),
+        "group.initial.rebalance.delay.ms": "0",
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+    }
+    try:
+        for node_id in (1, 2, 3):
+            cluster.start(node_id)
+        wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="all brokers registered")
+        yield cluster
+    finally:
+        cluster.stop_all()
+
+
+def find_coordinator(cluster: Cluster, node_id: int, key_type: int, key: str) -> dict[str, Any]:
+    with RawClient(cluster.brokers[node_id].bootstrap) as client:
+        return client.call(ApiKey.FIND_COORDINATOR, 3, {"key": key, "key_type": key_type})
+
+
+def coordinator_of(
+    cluster: Cluster, key_type: int, key: str, *, asked: tuple[int, ...] = (1, 2, 3), gone: int = -1
+) -> int:
+    """The coordinator every live broker in `asked` names (waiting out the creation of the internal topic,
+    and the move away from a broker that is `gone`)."""
+
+    def agreed() -> int | None:
+        answers = {find_coordinator(cluster, n, key_type, key)["node_id"] for n in asked}
+        return answers.pop() if len(answers) == 1 and not answers & {-1, gone} else None
+
+    found: int = wait_until(agreed, what=f"one coordinator for {key}")
+    return found
+
+
+def leader_of(cluster: Cluster, node_id: int, topic: str, partition: int) -> int:
+    return int(_partitions(cluster, node_id, topic)[partition]["leader_id"])
+
+
+def create_topic(cluster: Cluster, name: str, partitions: int) -> dict[int, int]:
+    """The topic, replication factor 3; its leaders once elected."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap()})
+    admin.create_topics([NewTopic(name, num_partitions=partitions, replication_factor=3)])[name].result(20)
+    parts = wait_until(
+        lambda: (p := _partitions(cluster, 1, name)) and all(x["error_code"] == 0 for x in p.values()) and p,
+        what=f"leaders of {name}",
+    )
+    return {index: entry["leader_id"] for index, entry in parts.items()}
+
+
+def produce(bootstrap: str, topic: str, records: list[tuple[int, str]]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for partition, value in records:
+        producer.produce(topic, value=value.encode(), partition=partition)
+    assert producer.flush(20) == 0
+
+
+def read_all(
+    bootstrap: str, topic: str, partitions: int, isolation: str, until: Callable[[list[str]], bool]
+) -> list[str]:
+    """Every record value of the topic from the start, read until `until` holds and then one quiet second."""
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{time.monotonic_ns()}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values: list[str] = []
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not until(values):
+            message = consumer.poll(0.2)
+            if message is not None and message.error() is None:
+                values.append(message.value().decode())
+        quiet = time.monotonic() + 1.0  # and nothing more arrives
+        while time.monotonic() < quiet:
+            message = consumer.poll(0.1)
+            if message is not None and message.error() is None:
+                values.append(message.value().decode())
+    finally:
+        consumer.close()
+    return sorted(values)
+
+
+def group_consumer(bootstrap: str, group: str, protocol: str = "classic") -> Consumer:
+    timeouts = {"session.timeout.ms": 6000, "heartbeat.interval.ms": 500} if protocol == "classic" else {}
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": protocol,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            **timeouts,
+        }
+    )
+
+
+def consume_together(consumers: list[Consumer], expected: int, timeout: float = 30.0) -> dict[int, list[str]]:
+    """Poll every consumer in turn until `expected` distinct records arrived and each has an assignment (a
+    partition moved by a rebalance before any commit is read again from the start by its new owner)."""
+    got: dict[int, list[str]] = {i: [] for i in range(len(consumers))}
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for i, consumer in enumerate(consumers):
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None:
+                got[i].append(message.value().decode())
+        if len({v for values in got.values() for v in values}) >= expected and all(c.assignment() for c in consumers):
+            return got
+    raise AssertionError(f"consumed {sum(map(len, got.values()))} of {expected}: {got}")
+
+
+def test_internal_topics_are_cluster_topics_and_find_coordinator_names_their_leaders(cluster: Cluster) -> None:
+    group_coordinator = coordinator_of(cluster, GROUP_KEY, "g-find")
+    txn_coordinator = coordinator_of(cluster, TRANSACTION_KEY, "t-find")
+    offsets = _partitions(cluster, 2, "__consumer_offsets")
+    states = _partitions(cluster, 3, "__transaction_state")
+    assert len(offsets) == len(states) == INTERNAL_PARTITIONS
+    assert all(len(p["replica_nodes"]) == 3 for p in [*offsets.values(), *states.values()])
+    assert group_coordinator == offsets[partition_for("g-find", INTERNAL_PARTITIONS)]["leader_id"]
+    assert txn_coordinator == states[partition_for("t-find", INTERNAL_PARTITIONS)]["leader_id"]
+    answer = find_coordinator(cluster, 1, GROUP_KEY, "g-find")
+    assert answer["port"] == cluster.brokers[group_coordinator].port  # the leader's address on this listener
+    # another broker refuses the group's requests
+    other = next(n for n in (1, 2, 3) if n != group_coordinator)
+    with RawClient(cluster.brokers[other].bootstrap) as client:
+        fetched = client.call(ApiKey.OFFSET_FETCH, 7, {"group_id": "g-find", "topics": None, "require_stable": False})
+    assert fetched["error_code"] == NOT_COORDINATOR
+
+
+@pytest.mark.parametrize("protocol", ["classic", "consumer"])
+def test_members_on_three_brokers_rebalance_and_commit_through_one_coordinator(cluster: Cluster, protocol: str) -> None:
+    create_topic(cluster, "events", 6)
+    produce(cluster.bootstrap(), "events", [(i % 6, f"e{i}") for i in range(60)])
+    coordinator = coordinator_of(cluster, GROUP_KEY, "spread")
+    consumers = [group_consumer(cluster.brokers[n].bootstrap, "spread", protocol) for n in (1, 2, 3)]
+    try:
+        for consumer in consumers:
+            consumer.subscribe(["events"])
+        got = consume_together(consumers, 60)
+        assert {v for values in got.values() for v in values} == {f"e{i}" for i in range(60)}
+
+        # one group: every partition once, each owner at its end (the consumer protocol may still be moving
+        # a partition; its new owner reads it again from the start, nothing being committed yet)
+        def settled() -> bool:
+            for consumer in consumers:
+                consumer.poll(0.05)
+            owned = [tp for c in consumers for tp in c.position(c.assignment())]
+            return sorted(tp.partition for tp in owned) == list(range(6)) and all(tp.offset == 10 for tp in owned)
+
+        wait_until(settled, what="every partition assigned once and read to its end")
+        for consumer in consumers:
+            consumer.commit(asynchronous=False)
+    finally:
+        for consumer in consumers:
+            consumer.close()
+    checker = group_consumer(cluster.brokers[coordinator % 3 + 1].bootstrap, "spread")
+    try:
+        committed = checker.committed([TopicPartition("events", p) for p in range(6)], timeout=15)
+    finally:
+        checker.close()
+    assert {tp.partition: tp.offset for tp in committed} == dict.fromkeys(range(6), 10)
+
+
+def test_transactions_over_partitions_led_by_three_brokers(cluster: Cluster) -> None:
+    leaders = create_topic(cluster, "payments", 3)
+    assert sorted(leaders.values()) == [1, 2, 3]  # the markers go to all three brokers
+    coordinator = coordinator_of(cluster, TRANSACTION_KEY, "payer")
+    producer = Producer({"bootstrap.servers": cluster.brokers[1].bootstrap, "transactional.id": "payer"})
+    producer.init_transactions(30)
+    group = Consumer({"bootstrap.servers": cluster.bootstrap(), "group.id": "payments-app"})
+    try:
+        for tag, commit in (("a", True), ("b", False), ("c", True)):
+            producer.begin_transaction()
+            for partition in range(3):
+                producer.produce("payments", value=f"{tag}{partition}".encode(), partition=partition)
+            if tag == "c":  # offsets in the transaction: TxnOffsetCommit through the group's coordinator
+                offsets = [TopicPartition("payments", 0, 42)]
+                producer.send_offsets_to_transaction(offsets, group.consumer_group_metadata(), 20)
+            assert producer.flush(20) == 0  # sent before the outcome (librdkafka drops unsent records on abort)
+            if commit:
+                producer.commit_transaction(30)
+            else:
+                producer.abort_transaction(30)
+        committed = group.committed([TopicPartition("payments", 0)], timeout=15)
+    finally:
+        group.close()
+    assert committed[0].offset == 42
+    expected = ["a0", "a1", "a2", "c0", "c1", "c2"]
+    assert read_all(cluster.bootstrap(), "payments", 3, "read_committed", lambda seen: len(seen) >= 6) == expected
+    everything = read_all(cluster.bootstrap(), "payments", 3, "read_uncommitted", lambda seen: len(seen) >= 9)
+    assert everything == sorted([*expected, "b0", "b1", "b2"])
+    assert coordinator in (1, 2, 3)
+
+
+def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: Cluster) -> None:
+    create_topic(cluster, "work", 3)
+    coordinator = coordinator_of(cluster, GROUP_KEY, "workers")
+    states = wait_until(lambda: (p := _partitions(cluster, 1, "__consumer_offsets")) and len(p) == 10 and p)
+    coordinator_of(cluster, TRANSACTION_KEY, "warm-up")  # creates __transaction_state
+    txn_leaders = wait_until(lambda: (p := _partitions(cluster, 1, "__transaction_state")) and len(p) == 10 and p)
+    # a transactional id coordinated by the same broker as the group
+    txn_id = next(
+        f"mover-{i}"
+        for i in range(1000)
+        if txn_leaders[partition_for(f"mover-{i}", INTERNAL_PARTITIONS)]["leader_id"] == coordinator
+    )
+    assert states[partition_for("workers", INTERNAL_PARTITIONS)]["leader_id"] == coordinator
+    survivors = tuple(n for n in (1, 2, 3) if n != coordinator)
+    seed = cluster.brokers[survivors[0]].bootstrap
+
+    producer = Producer({"bootstrap.servers": seed, "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    for partition in range(3):
+        producer.produce("work", value=f"before{partition}".encode(), partition=partition)
+    producer.commit_transaction(30)
+    consumer = group_consumer(seed, "workers")
+    consumer.subscribe(["work"])
+    consume_together([consumer], 3)
+    consumer.commit(asynchronous=False)
+
+    cluster.brokers[coordinator].kill()
+    started = time.monotonic()
+    assert coordinator_of(cluster, GROUP_KEY, "workers", asked=survivors, gone=coordinator) in survivors
+    assert coordinator_of(cluster, TRANSACTION_KEY, txn_id, asked=survivors, gone=coordinator) in survivors
+    assert time.monotonic() - started < 10  # the ZooKeeper session (2 s) expires, the controller elects
+
+    # the group goes on with the new coordinator: the member rejoins, consumes and commits
+    wait_until(
+        lambda: coordinator not in {leader_of(cluster, survivors[0], "work", p) for p in range(3)},
+        what="new leaders of work",
+    )
+    produce(seed, "work", [(p, f"after{p}") for p in range(3)])
+    deadline = time.monotonic() + 30
+    ends: dict[int, int] = {}  # partition -> the offset after its "after" record
+    while time.monotonic() < deadline and len(ends) < 3:  # (a rebalance may repeat some records)
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None and message.value().startswith(b"after"):
+            ends[message.partition()] = message.offset() + 1
+    assert sorted(ends) == [0, 1, 2]
+    wanted = [TopicPartition("work", p, offset) for p, offset in sorted(ends.items())]
+    committed = None
+    deadline = time.monotonic() + 20
+    while committed is None and time.monotonic() < deadline:  # a rejoin may still be under way: retried
+        try:
+            committed = consumer.commit(offsets=wanted, asynchronous=False)
+        except KafkaException:
+            consumer.poll(0.2)
+    assert committed is not None
+    consumer.close()
+    checker = group_consumer(seed, "workers")
+    try:
+        offsets = checker.committed([TopicPartition("work", p) for p in range(3)], timeout=15)
+    finally:
+        checker.close()
+    assert {tp.partition: tp.offset for tp in offsets} == ends
+
+    # the transactional id is served by the new coordinator: a new producer fences the old one and commits
+    successor = Producer({"bootstrap.servers": seed, "transactional.id": txn_id})
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    for partition in range(3):
+        successor.produce("work", value=f"txn-after{partition}".encode(), partition=partition)
+    successor.commit_transaction(30)
+    in_txn = {"txn-after0", "txn-after1", "txn-after2"}
+    assert in_txn <= set(read_all(seed, "work", 3, "read_committed", until=lambda seen: in_txn <= set(seen)))
