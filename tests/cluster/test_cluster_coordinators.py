@@ -25,7 +25,7 @@ from tests.process import RawClient
 
 INTERNAL_PARTITIONS = 10
 GROUP_KEY, TRANSACTION_KEY = 0, 1
-NOT_COORDINATOR = 16
+COORDINATOR_NOT_AVAILABLE, NOT_COORDINATOR = 15, 16
 
 
 @pytest.fixture
@@ -162,6 +162,33 @@ def test_internal_topics_are_cluster_topics_and_find_coordinator_names_their_lea
     with RawClient(cluster.brokers[other].bootstrap) as client:
         fetched = client.call(ApiKey.OFFSET_FETCH, 7, {"group_id": "g-find", "topics": None, "require_stable": False})
     assert fetched["error_code"] == NOT_COORDINATOR
+    elsewhere = next(n for n in (1, 2, 3) if n != txn_coordinator)
+    with RawClient(cluster.brokers[elsewhere].bootstrap) as client:
+        body = {"transactional_id": "t-find", "transaction_timeout_ms": 10_000, "producer_id": -1, "producer_epoch": -1}
+        assert client.call(ApiKey.INIT_PRODUCER_ID, 4, body)["error_code"] == NOT_COORDINATOR
+
+
+def test_internal_topic_waits_for_as_many_brokers_as_its_replication_factor(
+    zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path
+) -> None:
+    cluster = Cluster(zookeeper, zk_chroot, tmp_path)
+    cluster.configs = {"offsets.topic.num.partitions": str(INTERNAL_PARTITIONS)}
+    try:
+        for node_id in (1, 2):
+            cluster.start(node_id)
+        wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2], what="two brokers registered")
+        for _ in range(3):  # as Kafka: offsets.topic.replication.factor 3 is not met by two live brokers
+            assert find_coordinator(cluster, 1, GROUP_KEY, "early")["error_code"] == COORDINATOR_NOT_AVAILABLE
+            time.sleep(0.3)
+        assert _partitions(cluster, 2, "__consumer_offsets") == {}
+        assert "internal_topic_not_created" in cluster.brokers[1].log_text()
+        cluster.start(3)
+        coordinator = coordinator_of(cluster, GROUP_KEY, "early")
+        offsets = _partitions(cluster, 1, "__consumer_offsets")
+        assert coordinator == offsets[partition_for("early", INTERNAL_PARTITIONS)]["leader_id"]
+        assert {len(p["replica_nodes"]) for p in offsets.values()} == {3}
+    finally:
+        cluster.stop_all()
 
 
 @pytest.mark.parametrize("protocol", ["classic", "consumer"])
