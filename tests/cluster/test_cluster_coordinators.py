@@ -146,6 +146,59 @@ def consume_together(consumers: list[Consumer], expected: int, timeout: float = 
     raise AssertionError(f"consumed {sum(map(len, got.values()))} of {expected}: {got}")
 
 
+def describe_transaction(cluster: Cluster, node_id: int, transactional_id: str) -> dict[str, Any]:
+    with RawClient(cluster.brokers[node_id].bootstrap) as client:
+        answer = client.call(ApiKey.DESCRIBE_TRANSACTIONS, 0, {"transactional_ids": [transactional_id]})
+    (state,) = answer["transaction_states"]
+    assert state["error_code"] == 0, state
+    return dict(state)
+
+
+def read_to_values(consumer: Consumer, wanted: set[str]) -> dict[int, int]:
+    """Poll until the records with these values arrived; per partition, the offset after the last of them."""
+    ends: dict[int, int] = {}
+    seen: set[str] = set()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not wanted <= seen:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None and message.value().decode() in wanted:
+            seen.add(message.value().decode())
+            ends[message.partition()] = max(ends.get(message.partition(), 0), message.offset() + 1)
+    assert wanted <= seen, (wanted, seen)
+    return ends
+
+
+def commit_offsets(consumer: Consumer, ends: dict[int, int]) -> None:
+    """Commit these offsets of `work`, retried while the member rejoins or the coordinator moves."""
+    offsets = [TopicPartition("work", p, offset) for p, offset in sorted(ends.items())]
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            consumer.commit(offsets=offsets, asynchronous=False)
+            return
+        except KafkaException:
+            if time.monotonic() > deadline:
+                raise
+            consumer.poll(0.2)
+
+
+def committed_offsets(bootstrap: str, group: str) -> dict[int, int]:
+    checker = group_consumer(bootstrap, group)
+    try:
+        offsets = checker.committed([TopicPartition("work", p) for p in range(3)], timeout=15)
+    finally:
+        checker.close()
+    return {tp.partition: tp.offset for tp in offsets if tp.offset >= 0}
+
+
+def high_watermarks(bootstrap: str, topic: str) -> dict[int, int]:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "watermarks"})
+    try:
+        return {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(3)}
+    finally:
+        consumer.close()
+
+
 def test_internal_topics_are_cluster_topics_and_find_coordinator_names_their_leaders(cluster: Cluster) -> None:
     group_coordinator = coordinator_of(cluster, GROUP_KEY, "g-find")
     txn_coordinator = coordinator_of(cluster, TRANSACTION_KEY, "t-find")
@@ -278,15 +331,17 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
     for partition in range(3):
         producer.produce("work", value=f"before{partition}".encode(), partition=partition)
     producer.commit_transaction(30)
+    before = describe_transaction(cluster, coordinator, txn_id)
     consumer = group_consumer(seed, "workers")
     consumer.subscribe(["work"])
-    consume_together([consumer], 3)
-    consumer.commit(asynchronous=False)
+    before_ends = read_to_values(consumer, {f"before{p}" for p in range(3)})
+    commit_offsets(consumer, before_ends)
 
     cluster.brokers[coordinator].kill()
     started = time.monotonic()
     assert coordinator_of(cluster, GROUP_KEY, "workers", asked=survivors, gone=coordinator) in survivors
-    assert coordinator_of(cluster, TRANSACTION_KEY, txn_id, asked=survivors, gone=coordinator) in survivors
+    new_txn_coordinator = coordinator_of(cluster, TRANSACTION_KEY, txn_id, asked=survivors, gone=coordinator)
+    assert new_txn_coordinator in survivors
     assert time.monotonic() - started < 10  # the ZooKeeper session (2 s) expires, the controller elects
 
     # the group goes on with the new coordinator: the member rejoins, consumes and commits
@@ -294,30 +349,17 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
         lambda: coordinator not in {leader_of(cluster, survivors[0], "work", p) for p in range(3)},
         what="new leaders of work",
     )
+    # Whatever of the partitions' data survived the failover, the coordinators' state must have survived
+    # too: both are replicated alike. (Until followers replicate, the partitions the killed broker led
+    # come back empty on their new leaders, and so do its internal partitions: nothing to compare then.)
+    replicated = all(end >= before_ends[p] for p, end in high_watermarks(seed, "work").items())
+    if replicated:
+        assert committed_offsets(seed, "workers") == before_ends
     produce(seed, "work", [(p, f"after{p}") for p in range(3)])
-    deadline = time.monotonic() + 30
-    ends: dict[int, int] = {}  # partition -> the offset after its "after" record
-    while time.monotonic() < deadline and len(ends) < 3:  # (a rebalance may repeat some records)
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None and message.value().startswith(b"after"):
-            ends[message.partition()] = message.offset() + 1
-    assert sorted(ends) == [0, 1, 2]
-    wanted = [TopicPartition("work", p, offset) for p, offset in sorted(ends.items())]
-    committed = None
-    deadline = time.monotonic() + 20
-    while committed is None and time.monotonic() < deadline:  # a rejoin may still be under way: retried
-        try:
-            committed = consumer.commit(offsets=wanted, asynchronous=False)
-        except KafkaException:
-            consumer.poll(0.2)
-    assert committed is not None
+    ends = read_to_values(consumer, {f"after{p}" for p in range(3)})  # (a rebalance may repeat some records)
+    commit_offsets(consumer, ends)  # through the new coordinator
     consumer.close()
-    checker = group_consumer(seed, "workers")
-    try:
-        offsets = checker.committed([TopicPartition("work", p) for p in range(3)], timeout=15)
-    finally:
-        checker.close()
-    assert {tp.partition: tp.offset for tp in offsets} == ends
+    assert committed_offsets(seed, "workers") == ends
 
     # the transactional id is served by the new coordinator: a new producer fences the old one and commits
     successor = Producer({"bootstrap.servers": seed, "transactional.id": txn_id})
@@ -326,5 +368,10 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
     for partition in range(3):
         successor.produce("work", value=f"txn-after{partition}".encode(), partition=partition)
     successor.commit_transaction(30)
+    after = describe_transaction(cluster, new_txn_coordinator, txn_id)
+    assert after["transaction_state"] == "CompleteCommit"
+    if replicated:  # the id's state moved with its partition: the successor bumped the same producer's epoch
+        assert after["producer_id"] == before["producer_id"]
+        assert after["producer_epoch"] > before["producer_epoch"]
     in_txn = {"txn-after0", "txn-after1", "txn-after2"}
     assert in_txn <= set(read_all(seed, "work", 3, "read_committed", until=lambda seen: in_txn <= set(seen)))
