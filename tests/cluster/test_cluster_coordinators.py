@@ -19,7 +19,11 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from kbroker.log.coordinator_log import partition_for
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode as E
+from protocol.records import iter_batches
 from scripts.zookeeper import ZooKeeperServer
+from tests.broker.conftest import fetch, fetched_partition
+from tests.broker.test_transactions import describe, offset_fetch, txn_offset_commit, txn_records
 from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
 from tests.process import RawClient
 
@@ -375,3 +379,59 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
         assert after["producer_epoch"] > before["producer_epoch"]
     in_txn = {"txn-after0", "txn-after1", "txn-after2"}
     assert in_txn <= set(read_all(seed, "work", 3, "read_committed", until=lambda seen: in_txn <= set(seen)))
+
+
+def test_transactions_v2_add_partitions_through_another_brokers_coordinator(cluster: Cluster) -> None:
+    """Produce v12 and TxnOffsetCommit v5 on brokers that do not coordinate the transaction: they add their
+    partition with AddPartitionsToTxn v5 to the coordinator (what the Java producer 4.x makes them do), and a
+    v11 batch outside the transaction is refused after asking it (verify_only)."""
+    leaders = create_topic(cluster, "tv2", 3)
+    txn_id, coordinator = "tv2-app", coordinator_of(cluster, TRANSACTION_KEY, "tv2-app")
+    group = next(
+        g for g in (f"tv2-group-{i}" for i in range(100)) if coordinator_of(cluster, GROUP_KEY, g) != coordinator
+    )
+    group_coordinator = coordinator_of(cluster, GROUP_KEY, group)
+
+    def client(node_id: int) -> RawClient:
+        return RawClient(cluster.brokers[node_id].bootstrap)
+
+    with client(coordinator) as raw:
+        body = {"transactional_id": txn_id, "transaction_timeout_ms": 60_000}
+        answer = raw.call(ApiKey.INIT_PRODUCER_ID, 5, body)
+    assert answer["error_code"] == 0
+    pid, epoch = answer["producer_id"], answer["producer_epoch"]
+
+    def produce_to(partition: int, value: str, producer_epoch: int, version: int = 12, seq: int = 0) -> int:
+        records = txn_records(pid, producer_epoch, seq, value)
+        body = {
+            "transactional_id": txn_id,
+            "acks": -1,
+            "timeout_ms": 5000,
+            "topic_data": [{"name": "tv2", "partition_data": [{"index": partition, "records": records}]}],
+        }
+        with client(leaders[partition]) as raw:
+            reply = raw.call(ApiKey.PRODUCE, version, body)
+        return int(reply["responses"][0]["partition_responses"][0]["error_code"])
+
+    remote = next(p for p, leader in leaders.items() if leader != coordinator)
+    assert produce_to(remote, "early", epoch, version=11) == E.INVALID_TXN_STATE  # verified with the coordinator
+    for partition in range(3):
+        assert produce_to(partition, f"v{partition}", epoch) == E.NONE
+    with client(group_coordinator) as raw:
+        assert txn_offset_commit(raw, txn_id, pid, epoch, group, "tv2", version=5) == E.NONE
+    with client(coordinator) as raw:
+        state = describe(raw, txn_id)
+        assert state["transaction_state"] == "Ongoing"
+        assert len([p for t in state["topics"] for p in t["partitions"]]) == 4  # 3 + the group's offsets partition
+        body = {"transactional_id": txn_id, "producer_id": pid, "producer_epoch": epoch, "committed": True}
+        ended = raw.call(ApiKey.END_TXN, 5, body)
+        assert (ended["error_code"], ended["producer_epoch"]) == (E.NONE, epoch + 1)
+        wait_until(lambda: describe(raw, txn_id)["transaction_state"] == "CompleteCommit")
+    for partition in range(3):  # each leader holds the batch and its COMMIT marker (with the bumped epoch)
+        with client(leaders[partition]) as raw:
+            found = fetched_partition(fetch(raw, [("tv2", partition, 0)]), "tv2", partition)
+        batches = list(iter_batches(bytes(found["records"] or b"")))
+        assert [(b.is_control, b.producer_epoch) for b in batches] == [(False, epoch), (True, epoch + 1)]
+    with client(group_coordinator) as raw:
+        assert offset_fetch(raw, group, "tv2") == 11
+    assert produce_to(remote, "late", epoch, seq=1) == E.INVALID_PRODUCER_EPOCH  # the finished epoch is fenced
