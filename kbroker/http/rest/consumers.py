@@ -291,7 +291,7 @@ class Consumers:
             return
         now = int(time.time() * 1000)
         try:
-            runtime = group_runtime(self.broker)
+            runtime = group_runtime(self.broker, group)  # cluster mode: this broker's groups only
         except KafkaProtocolError as error:
             raise RestError(500, 50003, f"group coordinator not available: {error}") from error
         result = await runtime.commit(
@@ -305,7 +305,7 @@ class Consumers:
         from protocol.errors import KafkaProtocolError
 
         try:
-            return group_runtime(self.broker).fetch(group, partitions)
+            return group_runtime(self.broker, group).fetch(group, partitions)
         except KafkaProtocolError as error:
             raise RestError(500, 50003, f"group coordinator not available: {error}") from error
 
