@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import uuid
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -381,10 +381,12 @@ class ConsumerGroupCoordinator:
         ]
         return min(deadlines, default=None)
 
-    def restart_timers(self) -> None:
-        """After loading the groups: every member gets a full session timeout from now, as Kafka does."""
+    def restart_timers(self, group_ids: Iterable[str] | None = None) -> None:
+        """After loading the groups (these, or all): every member gets a full session timeout from now, as
+        Kafka does."""
         now = self.clock()
-        for holder in self.groups.values():
+        chosen = self.groups.values() if group_ids is None else [self.groups[g] for g in group_ids if g in self.groups]
+        for holder in chosen:
             if holder.consumer is not None:
                 timeout = self.settings(holder.group_id).session_timeout_ms
                 for member in holder.consumer.members.values():

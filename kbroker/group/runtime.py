@@ -98,6 +98,7 @@ class GroupRuntime:
         """Replay __consumer_offsets (the given partitions; all of them by default) into memory, before
         serving their groups. In cluster mode the partitions then count as this broker's."""
         started = time.perf_counter()
+        partitions = None if partitions is None else set(partitions)
         loaded = skipped = 0
         replayed = list(self.store.replay(partitions))
         # A plain record followed later by another plain record of the same key changes nothing
@@ -118,7 +119,10 @@ class GroupRuntime:
             except (records.RecordFormatError, UnicodeDecodeError) as error:
                 skipped += 1
                 log.warning("offsets_record_skipped", partition=partition, error=str(error))
-        self.consumers.restart_timers()
+        if partitions is None:
+            self.consumers.restart_timers()
+        else:  # the groups of these partitions only: the others' members keep their deadlines
+            self.consumers.restart_timers(g for g in self.groups if self.store.partition_for(g) in partitions)
         if partitions is not None and self.store.owned is not None:
             self.store.owned.update(partitions)
         log.info(

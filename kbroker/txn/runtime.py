@@ -152,6 +152,7 @@ class TxnRuntime:
         then count as this broker's, their markers carrying `leader_epochs` as coordinator epochs;
         transactions found in a Prepare state are completed by the caller (`complete_prepared`)."""
         started = time.perf_counter()
+        partitions = None if partitions is None else set(partitions)
         self.coordinator_epochs.update(leader_epochs or {})
         records = self.state_log.replay(partitions)
         self.coordinator.load(records)
