@@ -435,3 +435,57 @@ def test_transactions_v2_add_partitions_through_another_brokers_coordinator(clus
     with client(group_coordinator) as raw:
         assert offset_fetch(raw, group, "tv2") == 11
     assert produce_to(remote, "late", epoch, seq=1) == E.INVALID_PRODUCER_EPOCH  # the finished epoch is fenced
+
+
+def test_kafkas_tools_find_the_group_and_the_transaction_from_any_broker(cluster: Cluster) -> None:
+    """kafka-consumer-groups and kafka-transactions (Kafka 4.3's tools), bootstrapped at a broker that
+    coordinates neither, find the coordinators and describe what they hold."""
+    from tests.tools.test_kafka_tools import ToolJvm, tools_classpath
+
+    create_topic(cluster, "tooled", 3)
+    produce(cluster.bootstrap(), "tooled", [(p, f"t{p}") for p in range(3)])
+    group_coordinator = coordinator_of(cluster, GROUP_KEY, "tool-group")
+    txn_id = next(
+        t
+        for t in (f"tool-txn-{i}" for i in range(100))
+        if coordinator_of(cluster, TRANSACTION_KEY, t) != group_coordinator
+    )
+    txn_coordinator = coordinator_of(cluster, TRANSACTION_KEY, txn_id)
+    seed = next(n for n in (1, 2, 3) if n not in (group_coordinator, txn_coordinator))
+    consumer = group_consumer(cluster.bootstrap(), "tool-group")
+    consumer.assign([TopicPartition("tooled", p, 0) for p in range(3)])
+    consumer.commit(offsets=[TopicPartition("tooled", p, p + 1) for p in range(3)], asynchronous=False)
+    consumer.close()
+    producer = Producer({"bootstrap.servers": cluster.bootstrap(), "transactional.id": txn_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce("tooled", value=b"open", partition=0)
+    assert producer.flush(20) == 0  # left open: the tool sees it Ongoing
+
+    jvm = ToolJvm(tools_classpath())
+    try:
+        bootstrap = cluster.brokers[seed].bootstrap
+        status, out, err = jvm.run(
+            "org.apache.kafka.tools.consumer.group.ConsumerGroupCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "--describe",
+            "--group",
+            "tool-group",
+        )
+        assert status == 0, out + err
+        rows = [line.split() for line in out.splitlines() if line.startswith("tool-group")]
+        assert sorted((r[1], r[2], r[3]) for r in rows) == [("tooled", str(p), str(p + 1)) for p in range(3)]
+        status, out, err = jvm.run(
+            "org.apache.kafka.tools.TransactionsCommand",
+            "--bootstrap-server",
+            bootstrap,
+            "describe",
+            "--transactional-id",
+            txn_id,
+        )
+        assert status == 0, out + err
+        assert f"{txn_coordinator}" in out.split() and "Ongoing" in out, out
+    finally:
+        jvm.close()
+        producer.abort_transaction(30)

@@ -41,8 +41,7 @@ BOOTSTRAP = "<bootstrap>"  # in a tool's arguments: where its --bootstrap-server
 RUNNER = Path(__file__).with_name("ToolRunner.java")
 
 
-@pytest.fixture(scope="module")
-def classpath() -> str:
+def tools_classpath() -> str:
     """kafka-tools' jars, then what ConfigCommand needs from the server's (it lives in kafka_2.13)."""
     try:
         tools, server = ensure_tools()
@@ -50,6 +49,11 @@ def classpath() -> str:
         pytest.skip(f"Kafka's tools could not be resolved: {error}")
     extra = sorted(str(p) for p in server.glob("*.jar") if p.name.startswith(("kafka_", "scala-")))
     return ":".join([f"{tools}/*", *extra])
+
+
+@pytest.fixture(scope="module")
+def classpath() -> str:
+    return tools_classpath()
 
 
 class ToolJvm:
