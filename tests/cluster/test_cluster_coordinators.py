@@ -8,6 +8,7 @@ requests for the protocol answers."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -489,3 +490,50 @@ def test_kafkas_tools_find_the_group_and_the_transaction_from_any_broker(cluster
     finally:
         jvm.close()
         producer.abort_transaction(30)
+
+
+def test_java_exactly_once_copier_across_the_cluster(cluster: Cluster) -> None:
+    """Kafka 4.3's TransactionalMessageCopier (the Java consumer in a group and the Java producer with
+    transactions v2, random aborts included) copies a topic whose partitions three brokers lead: the
+    read_committed output holds every input record exactly once and the group's offsets are at the end."""
+    from tests.tools.test_kafka_tools import JVM, tools_classpath
+
+    for name in ("copy-in", "copy-out"):
+        assert sorted(create_topic(cluster, name, 3).values()) == [1, 2, 3]
+    inputs = [f"r{i}" for i in range(60)]
+    produce(cluster.bootstrap(), "copy-in", [(i % 3, value) for i, value in enumerate(inputs)])
+    command = [
+        *JVM,
+        "-cp",
+        tools_classpath(),
+        "org.apache.kafka.tools.TransactionalMessageCopier",
+        "--broker-list",
+        cluster.brokers[1].bootstrap,
+        "--input-topic",
+        "copy-in",
+        "--input-partition",
+        "0",
+        "--output-topic",
+        "copy-out",
+        "--transactional-id",
+        "copier",
+        "--consumer-group",
+        "copiers",
+        "--max-messages",
+        "60",
+        "--transaction-size",
+        "10",
+        "--group-mode",
+        "--use-group-metadata",
+        "--enable-random-aborts",
+    ]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=90)
+    assert finished.returncode == 0, finished.stdout[-2000:] + finished.stderr[-2000:]
+    copied = read_all(cluster.bootstrap(), "copy-out", 3, "read_committed", lambda seen: len(seen) >= 60)
+    assert copied == sorted(inputs)
+    checker = group_consumer(cluster.bootstrap(), "copiers")
+    try:
+        offsets = checker.committed([TopicPartition("copy-in", p) for p in range(3)], timeout=15)
+    finally:
+        checker.close()
+    assert {tp.partition: tp.offset for tp in offsets} == dict.fromkeys(range(3), 20)
