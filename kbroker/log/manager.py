@@ -45,6 +45,7 @@ from kbroker.log.files import OpenFiles
 from kbroker.log.metadata import (
     TOPICS_DIR,
     TopicMetadata,
+    partition_metadata_intact,
     topic_file,
     validate_topic_name,
     write_partition_metadata,
@@ -113,6 +114,9 @@ class LogManager:
         self._retired: list[tuple[int, PartitionLog, Path]] = []  # deleted topics' logs: close after, moved to
         self.offline_partitions: dict[TopicPartition, str] = {}  # could not be loaded: KAFKA_STORAGE_ERROR
         self._offline_dirs: dict[TopicPartition, Path] = {}  # where each offline partition lies
+        # partitions per data directory, kept as they come and go: placing a new partition must not
+        # count every partition again (that made creating 10,000 partitions quadratic)
+        self._placed: Counter[Path] = Counter({d: 0 for d in self.log_dirs})
 
     # -- startup and shutdown ------------------------------------------
     def startup(self) -> None:
@@ -147,6 +151,7 @@ class LogManager:
                     log.error("partition_offline", topic=tp[0], partition=tp[1], error=str(error))
                     self.offline_partitions[tp] = str(error)
                     self._offline_dirs[tp] = directory
+                    self._placed[directory] += 1
         for metadata in list(self._topics.values()):
             for partition in range(metadata.partitions):
                 tp = (metadata.name, partition)
@@ -233,8 +238,9 @@ class LogManager:
 
     def _next_log_dir(self) -> Path:
         """Where a new partition goes: the directory with the fewest partitions, the first on a tie."""
-        counts = self.partition_counts()
-        return min(self.log_dirs, key=lambda d: counts.get(d, 0))
+        if len(self.log_dirs) == 1:
+            return self.log_dirs[0]
+        return min(self.log_dirs, key=lambda d: self._placed[d])
 
     def _load_topics(self, deleting: set[str]) -> None:
         topics_dir = self.data_dir / TOPICS_DIR
@@ -270,6 +276,8 @@ class LogManager:
         elif partition >= metadata.partitions:
             metadata.partitions = partition + 1
             write_topic(self.data_dir, metadata)
+        if not clean_shutdown and not partition_metadata_intact(directory, metadata.topic_id):
+            write_partition_metadata(directory, metadata.topic_id)
         local = PartitionLog.open(
             directory,
             self._configs[topic],
@@ -280,6 +288,7 @@ class LogManager:
             files=self.open_files,
         )
         self._logs[tp] = self._unified(local)
+        self._placed[directory.parent] += 1
 
     async def shutdown(self) -> None:
         """Orderly stop: snapshot producer states, flush every log, write checkpoints, then the
@@ -347,6 +356,7 @@ class LogManager:
             PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor, files=self.open_files)
         )
         self._logs[(metadata.name, partition)] = unified
+        self._placed[directory.parent] += 1
         return unified.local
 
     def create_partitions(self, name: str, total: int) -> TopicMetadata:
@@ -394,6 +404,7 @@ class LogManager:
             unified = self._logs.pop((name, partition), None)
             if unified is None:
                 continue
+            self._placed[unified.local.directory.parent] -= 1
             unified.mark_deleted()  # its state goes, and it writes nothing into the (renamed) directory
             partition_log = unified.local
             suffix = f"-{partition}.{uuid.uuid4().hex}{DELETE_SUFFIX}"

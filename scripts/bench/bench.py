@@ -164,7 +164,7 @@ def cpu_table(cpu: Samples, figures: dict[str, Figure]) -> str:
         cells = [f"{statistics.median(cpu[name][c]):.0f}%" if cpu[name].get(c) else "-" for c in columns]
         label = figures[name].label if workload == name else f"{workload} (its measured phase)"
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return "\n".join(lines) if shown else ""  # S4 alone measures no CPU phase: no empty table
 
 
 def fmt(value: float) -> str:
@@ -305,7 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     text = (
         settings_text(args, selected, extras, time.monotonic() - started) + "\n\n" + table(summarise(samples, ordered))
     )
-    text += "\n\n" + cpu_table(cpu, figures)
+    cpu_text = cpu_table(cpu, figures)
+    if cpu_text:
+        text += "\n\n" + cpu_text
     print()
     print(text)
     if not args.no_docs:

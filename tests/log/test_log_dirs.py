@@ -104,3 +104,18 @@ def test_cleaner_checkpoint_per_directory(tmp_path):
     assert read_checkpoint(dirs[1] / CHECKPOINT_FILE) == {("t", 1): 9}
     assert LogCleaner(manager, topic_config=lambda _: {}).checkpoints == {("t", 0): 7, ("t", 1): 9}
     stop(manager)
+
+
+def test_placement_counts_follow_deletions_and_restarts(tmp_path):
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    manager = started(dirs)
+    manager.create_topic("t", 4)  # a b a b
+    manager.delete_topic("t")
+    manager.create_topic("u", 3)  # counts back to zero: a b a
+    assert [manager.log_dir_of(("u", p)) for p in range(3)] == [dirs[0], dirs[1], dirs[0]]
+    stop(manager)
+    again = started(dirs)  # counts rebuilt from what was loaded: a has 2, b has 1
+    again.create_topic("v", 2)
+    assert [again.log_dir_of(("v", p)) for p in range(2)] == [dirs[1], dirs[0]]
+    assert again.partition_counts() == {dirs[0]: 3, dirs[1]: 2}
+    stop(again)

@@ -262,3 +262,16 @@ def test_high_watermarks_are_checkpointed(tmp_path):
     assert manager.checkpointed_high_watermarks == {("orders", 0): 4, ("orders", 1): 3}
     assert manager.get_log("orders", 1).high_watermark == 5  # not replicated until the cluster says so
     stop(manager)
+
+
+def test_partition_metadata_written_again_after_a_crash_lost_it(tmp_path):
+    manager = started(tmp_path)
+    topic_id = manager.create_topic("t", 2).topic_id
+    manager.abort()  # as after kill -9 or a power cut: partition.metadata had no fsync of its own
+    (tmp_path / "t-0" / "partition.metadata").unlink()
+    (tmp_path / "t-1" / "partition.metadata").write_bytes(b"version: 0\ntopic_")  # torn
+    manager = started(tmp_path)
+    for partition in range(2):
+        text = (tmp_path / f"t-{partition}" / "partition.metadata").read_text()
+        assert text == f"version: 0\ntopic_id: {topic_id}\n"
+    stop(manager)
