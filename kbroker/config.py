@@ -521,6 +521,9 @@ class BrokerConfig:
                 raise ConfigError(f"invalid value {self._explicit.get(source)} for {source}: {rule} (Kafka's rule)")
 
     def _topic_default(self, prop: TopicProperty) -> Value:
+        if not prop.synonyms:
+            assert prop.default is not None
+            return prop.default
         given = self._explicit.keys() | self._dynamic_default.keys() | self._dynamic_broker.keys()
         candidates = [s for s in prop.synonyms if s.name in given]
         candidates += [s for s in prop.synonyms if self._values[s.name] is not None]
@@ -537,10 +540,10 @@ class BrokerConfig:
     # ----- DescribeConfigs
 
     def broker_entries(self, names: Iterable[str] | None = None) -> list[ConfigEntry]:
-        """DescribeConfigs rows for this broker (all non-ignored properties and dynamic unknown names, or
-        `names`, which may include dynamic unknown names)."""
+        """DescribeConfigs rows for this broker (every property, those kbroker ignores too, and dynamic
+        unknown names, or `names`, which may include dynamic unknown names)."""
         if names is None:
-            wanted = [n for n, p in BROKER_PROPERTIES.items() if not p.ignored] + self._unknown_dynamic()
+            wanted = [*BROKER_PROPERTIES, *self._unknown_dynamic()]
         else:
             wanted = list(names)
         entries = []
@@ -558,7 +561,9 @@ class BrokerConfig:
             read_only = name not in DYNAMIC_BROKER_CONFIGS
             if prop.sensitive:  # as Kafka answers for a password: no value, anywhere
                 value, synonyms = None, tuple(ConfigSynonym(s.name, None, s.source) for s in synonyms)
-            entries.append(ConfigEntry(name, value, source, prop.type, prop.doc, read_only, synonyms, prop.sensitive))
+            entries.append(
+                ConfigEntry(name, value, source, prop.describe_type, prop.doc, read_only, synonyms, prop.sensitive)
+            )
         return entries
 
     def cluster_default_entries(self) -> list[ConfigEntry]:
@@ -576,7 +581,9 @@ class BrokerConfig:
             else:
                 value = render_value(prop.parse(raw))
                 read_only = name not in DYNAMIC_BROKER_CONFIGS
-                entries.append(ConfigEntry(name, value, synonyms[0].source, prop.type, prop.doc, read_only, synonyms))
+                entries.append(
+                    ConfigEntry(name, value, synonyms[0].source, prop.describe_type, prop.doc, read_only, synonyms)
+                )
         return entries
 
     def _unknown_dynamic(self) -> list[str]:
@@ -590,7 +597,8 @@ class BrokerConfig:
         entries = []
         for name, prop in TOPIC_PROPERTIES.items():
             value = render_value(typed[name])
-            synonyms = self._synonyms([s.name for s in prop.synonyms], prop.synonyms[0].name)
+            names = [s.name for s in prop.synonyms]
+            synonyms = self._synonyms(names, names[0]) if names else ()
             if name in overrides:
                 synonyms = (ConfigSynonym(name, value, ConfigSource.TOPIC_CONFIG), *synonyms)
             source = synonyms[0].source if synonyms else ConfigSource.DEFAULT_CONFIG

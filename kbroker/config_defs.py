@@ -34,6 +34,8 @@ class ConfigType(IntEnum):
     LONG = 5
     DOUBLE = 6
     LIST = 7
+    CLASS = 8
+    PASSWORD = 9
 
     @property
     def label(self) -> str:
@@ -96,7 +98,24 @@ class ZooKeeperConnect:
         return "HOST:PORT[,HOST:PORT...][/chroot]"
 
 
-Validator = Range | OneOf | ZooKeeperConnect
+@dataclass(frozen=True, slots=True)
+class ReplicaList:
+    """`*`, or PARTITION:BROKER pairs separated by commas (the throttled-replica topic configs)."""
+
+    def check(self, name: str, value: Value) -> None:
+        items = value if isinstance(value, tuple) else (str(value),)
+        if items == ("*",):
+            return
+        for item in items:
+            partition, colon, broker = item.partition(":")
+            if not (colon and partition.isdigit() and broker.isdigit()):
+                raise ConfigError(f"invalid value {','.join(items)!r} for {name}: expected * or {self.describe()}")
+
+    def describe(self) -> str:
+        return "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+
+
+Validator = Range | OneOf | ZooKeeperConnect | ReplicaList
 
 
 def _num(x: float) -> str:
@@ -117,6 +136,12 @@ class BrokerProperty:
     ignored: bool = False  # accepted so Kafka's server.properties loads; no effect in kbroker
     per_listener: bool = False  # may be set for one listener as listener.name.<name>.<property>
     sensitive: bool = False  # a password or private key: DescribeConfigs never shows its value
+    reported_type: ConfigType | None = None  # the type DescribeConfigs reports, when not the parsing type
+
+    @property
+    def describe_type(self) -> ConfigType:
+        """The type DescribeConfigs reports: Kafka's (listeners are a LIST there, parsed whole here)."""
+        return self.reported_type or self.type
 
     def parse(self, raw: str) -> Value:
         """Parse and validate a value given as a string (as in server.properties)."""
@@ -144,6 +169,8 @@ class TopicProperty:
     synonyms: tuple[Synonym, ...]
     validator: Validator | None = None
     negative_is_unlimited: bool = False  # Kafka maps any negative derived retention to -1
+    default: Value | None = None  # the default when no broker property supplies one (no synonyms)
+    ignored: bool = False  # accepted and reported with Kafka's default; no effect in kbroker
 
     def parse(self, raw: str) -> Value:
         value = parse_value(self.name, self.type, raw)
@@ -158,7 +185,7 @@ class TopicProperty:
 def parse_value(name: str, type_: ConfigType, raw: str) -> Value:
     """Parse `raw` as Kafka's ConfigDef does for `type_`; raise ConfigError naming the property."""
     text = raw.strip()
-    if type_ is ConfigType.STRING:
+    if type_ in (ConfigType.STRING, ConfigType.CLASS, ConfigType.PASSWORD):
         return text
     if type_ is ConfigType.LIST:
         return tuple(item.strip() for item in text.split(",")) if text else ()
@@ -227,7 +254,7 @@ def suggest(name: str, known: Iterable[str]) -> str:
 
 # --------------------------------------------------------------------------- the broker table
 
-BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST = (
+BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST, PASSWORD = (
     ConfigType.BOOLEAN,
     ConfigType.STRING,
     ConfigType.INT,
@@ -235,6 +262,7 @@ BOOL, STR, INT, SHORT, LONG, DOUBLE, LIST = (
     ConfigType.LONG,
     ConfigType.DOUBLE,
     ConfigType.LIST,
+    ConfigType.PASSWORD,
 )
 _HOUR_MS = 3_600_000
 _MINUTE_MS = 60_000
@@ -248,6 +276,7 @@ _SINGLE_NODE_RF = (
 )
 _NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
+_REPLICA_LIST = ReplicaList()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
 
 
@@ -263,8 +292,11 @@ def _p(
     ignored: bool = False,
     per_listener: bool = False,
     sensitive: bool = False,
+    reported_type: ConfigType | None = None,
 ) -> BrokerProperty:
-    return BrokerProperty(name, type_, default, doc, validator, topic, note, ignored, per_listener, sensitive)
+    return BrokerProperty(
+        name, type_, default, doc, validator, topic, note, ignored, per_listener, sensitive, reported_type
+    )
 
 
 # fmt: off
@@ -276,11 +308,11 @@ _SERVER = [
     _p("listeners", STR, "PLAINTEXT://127.0.0.1:9092",
        "Where to accept clients, as NAME://HOST:PORT entries separated by commas (one per listener, each with its "
        "own port); an empty host means all interfaces. --listen replaces them with one PLAINTEXT listener.",
-       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); controller listeners are skipped."),
+       note="Kafka's default is PLAINTEXT://:9092 (all interfaces); controller listeners are skipped.", reported_type=LIST),
     _p("advertised.listeners", STR, None,
        "Address each listener gives clients in Metadata, FindCoordinator and DescribeCluster, as NAME://HOST:PORT. "
        "A listener not named here advertises its own address, with 127.0.0.1 for a wildcard host. "
-       "--advertised-listener sets the first listener's."),
+       "--advertised-listener sets the first listener's.", reported_type=LIST),
     _p("listener.security.protocol.map", STR, "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
        "Security protocol of each listener name, as NAME:PROTOCOL pairs.",
        note="kbroker serves PLAINTEXT, SSL, SASL_PLAINTEXT and SASL_SSL listeners."),
@@ -288,19 +320,19 @@ _SERVER = [
        OneOf(("PEM",)), note="Kafka's default is JKS; kbroker reads PEM keystores only.", per_listener=True),
     _p("ssl.keystore.location", STR, None,
        "PEM file holding the listener's private key and certificate chain.", per_listener=True),
-    _p("ssl.keystore.certificate.chain", STR, None, "The certificate chain in PEM, inline (instead of a file).",
-       per_listener=True),
-    _p("ssl.keystore.key", STR, None, "The private key in PEM, inline (instead of a file).", per_listener=True, sensitive=True),
-    _p("ssl.key.password", STR, None, "Password of an encrypted private key.", per_listener=True, sensitive=True),
-    _p("ssl.keystore.password", STR, None, "Keystore password (PEM keystores have none: use ssl.key.password).",
+    _p("ssl.keystore.certificate.chain", PASSWORD, None, "The certificate chain in PEM, inline (instead of a file).",
+       per_listener=True, sensitive=True),
+    _p("ssl.keystore.key", PASSWORD, None, "The private key in PEM, inline (instead of a file).", per_listener=True, sensitive=True),
+    _p("ssl.key.password", PASSWORD, None, "Password of an encrypted private key.", per_listener=True, sensitive=True),
+    _p("ssl.keystore.password", PASSWORD, None, "Keystore password (PEM keystores have none: use ssl.key.password).",
        per_listener=True, sensitive=True),
     _p("ssl.truststore.type", STR, "PEM", "Format of the truststore: PEM certificates.", OneOf(("PEM",)),
        note="Kafka's default is JKS; kbroker reads PEM truststores only.", per_listener=True),
     _p("ssl.truststore.location", STR, None, "PEM file of the certificate authorities trusted for client certificates.",
        per_listener=True),
-    _p("ssl.truststore.certificates", STR, None, "Trusted certificates in PEM, inline (instead of a file).",
-       per_listener=True),
-    _p("ssl.truststore.password", STR, None, "Truststore password (PEM truststores have none).", per_listener=True, sensitive=True),
+    _p("ssl.truststore.certificates", PASSWORD, None, "Trusted certificates in PEM, inline (instead of a file).",
+       per_listener=True, sensitive=True),
+    _p("ssl.truststore.password", PASSWORD, None, "Truststore password (PEM truststores have none).", per_listener=True, sensitive=True),
     _p("ssl.client.auth", STR, "none",
        "Whether SSL listeners ask clients for a certificate: required, requested or none. With a certificate the "
        "client's principal is its subject (User:CN=...).", OneOf(("required", "requested", "none")),
@@ -316,7 +348,7 @@ _SERVER = [
     _p("sasl.server.max.receive.size", INT, 524288,
        "Largest request accepted from a client that has not authenticated yet (SASL listeners).", _POSITIVE,
        per_listener=True),
-    _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them."),
+    _p("controller.listener.names", STR, None, "Listener names that belong to KRaft controllers; kbroker skips them.", reported_type=LIST),
     _p("message.max.bytes", INT, 1048588, "Largest record batch the broker accepts (topic default).", _NON_NEGATIVE,
        topic="max.message.bytes"),
     _p("max.request.partition.size.limit", INT, 2000, "Most partitions in one DescribeTopicPartitions answer.",
@@ -369,7 +401,7 @@ _TOPICS = [
 
 _LOG = [
     _p("log.dir", STR, "./data", "Directory holding the data, when log.dirs is unset. --data-dir wins.",
-       note="Kafka's default is /tmp/kafka-logs."),
+       note="Kafka's default is /tmp/kafka-logs.", reported_type=LIST),
     _p("log.dirs", LIST, None, "Data directories (preferred over log.dir). --data-dir wins.",
        note="Partitions are spread over the directories; the first also holds the broker's own state."),
     _p("log.segment.bytes", INT, 1073741824, "Size at which a log segment is closed and a new one rolled.", Range(14),
@@ -461,8 +493,7 @@ _GROUPS = [
     _p("offsets.topic.num.partitions", INT, 50, "Partitions of __consumer_offsets (do not change once in use).",
        _POSITIVE),
     _p("group.consumer.assignors", LIST,
-       ("org.apache.kafka.coordinator.group.assignor.UniformAssignor",
-        "org.apache.kafka.coordinator.group.assignor.RangeAssignor"),
+       ("uniform", "range"),
        "Server-side assignors of consumer-protocol groups, the default first (uniform, range or Kafka's class names)."),
     _p("group.consumer.max.size", INT, INT_MAX, "Most members in one consumer-protocol group.", _POSITIVE),
     _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
@@ -524,14 +555,14 @@ _CLUSTER = [
 ]
 
 _IGNORED = [
-    _p("process.roles", LIST, (), "KRaft roles of this process.", OneOf(("broker", "controller")), note=_NO_CONTROLLER,
+    _p("process.roles", LIST, None, "KRaft roles of this process.", OneOf(("broker", "controller")), note=_NO_CONTROLLER,
        ignored=True),
     _p("controller.quorum.voters", LIST, (), "KRaft controller quorum voters.", note=_NO_CONTROLLER, ignored=True),
     _p("controller.quorum.bootstrap.servers", LIST, (), "KRaft controller bootstrap servers.", note=_NO_CONTROLLER,
        ignored=True),
     _p("num.network.threads", INT, 3, "Network threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
     _p("num.io.threads", INT, 8, "Request handler threads.", _POSITIVE, note=_NO_THREADS, ignored=True),
-    _p("num.recovery.threads.per.data.dir", INT, 1, "Log recovery threads per data directory.", _POSITIVE,
+    _p("num.recovery.threads.per.data.dir", INT, 2, "Log recovery threads per data directory.", _POSITIVE,
        note=_NO_THREADS, ignored=True),
     _p("num.replica.fetchers", INT, 1, "Replica fetcher threads.", note=_NO_THREADS, ignored=True),
     _p("offsets.topic.replication.factor", SHORT, 3, "Replication factor of __consumer_offsets.", _POSITIVE,
@@ -542,7 +573,7 @@ _IGNORED = [
        note=_SINGLE_NODE_RF, ignored=True),
     _p("share.coordinator.state.topic.replication.factor", SHORT, 3, "Replication factor of __share_group_state.",
        _POSITIVE, note=_SINGLE_NODE_RF, ignored=True),
-    _p("share.coordinator.state.topic.min.isr", INT, 2, "min.insync.replicas of __share_group_state.", _POSITIVE,
+    _p("share.coordinator.state.topic.min.isr", SHORT, 2, "min.insync.replicas of __share_group_state.", _POSITIVE,
        note=_SINGLE_NODE_RF, ignored=True),
 ]
 
@@ -613,21 +644,42 @@ _HTTP = [
 
 # fmt: on
 
-BROKER_PROPERTIES: dict[str, BrokerProperty] = {
-    p.name: p
-    for p in (
-        *_SERVER,
-        *_TOPICS,
-        *_LOG,
-        *_GROUPS,
-        *_SHARE_GROUPS,
-        *_TRANSACTIONS,
-        *_AUTHORIZER,
-        *_HTTP,
-        *_CLUSTER,
-        *_IGNORED,
-    )
-}
+_DECLARED = (
+    *_SERVER,
+    *_TOPICS,
+    *_LOG,
+    *_GROUPS,
+    *_SHARE_GROUPS,
+    *_TRANSACTIONS,
+    *_AUTHORIZER,
+    *_HTTP,
+    *_CLUSTER,
+    *_IGNORED,
+)
+
+
+def _kafka_only(declared: Iterable[str]) -> list[BrokerProperty]:
+    """Every other config Kafka's broker reports (kbroker/kafka_configs.py): accepted with Kafka's type and
+    default, listed by DescribeConfigs, and not acted on, for the reason kbroker/config_ignored.py gives."""
+    from kbroker.config_ignored import reason_ignored
+    from kbroker.kafka_configs import BROKER
+
+    known = set(declared)
+    result = []
+    for name, type_code, default, _dynamic, sensitive in BROKER:
+        if name in known:
+            continue
+        type_ = ConfigType(type_code)
+        value = None if default is None else parse_value(name, type_, default)
+        reason = reason_ignored(name) or "not implemented in kbroker"
+        doc = f"Apache Kafka's {name}: accepted, with no effect in kbroker."
+        result.append(BrokerProperty(name, type_, value, doc, note=reason, ignored=True, sensitive=sensitive))
+    return result
+
+
+_KAFKA_ONLY = _kafka_only(p.name for p in _DECLARED)
+
+BROKER_PROPERTIES: dict[str, BrokerProperty] = {p.name: p for p in (*_DECLARED, *_KAFKA_ONLY)}
 SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Server", tuple(_SERVER)),
     ("Topics", tuple(_TOPICS)),
@@ -638,16 +690,17 @@ SECTIONS: tuple[tuple[str, tuple[BrokerProperty, ...]], ...] = (
     ("Authorization (ACLs)", tuple(_AUTHORIZER)),
     ("HTTP gateway (REST Proxy v2, WebSocket queues, health, metrics)", tuple(_HTTP)),
     ("Cluster (ZooKeeper)", tuple(_CLUSTER)),
-    ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED)),
+    ("Accepted for server.properties compatibility, no effect", tuple(_IGNORED) + tuple(_KAFKA_ONLY)),
 )
 
 
 # Broker properties an IncrementalAlterConfigs/AlterConfigs may change at run time, per broker or as the
 # cluster default: those Kafka 4.3 updates dynamically (its DescribeConfigs read_only=false) that kbroker
-# applies at once too. The topic defaults reach every partition log; the thread counts have no effect in
-# kbroker, dynamic or static. Kafka's other dynamic configs (listeners, connection quotas,
-# producer.id.expiration.ms, SSL/SASL, log cleaner, tiered storage) are read-only here.
-DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
+# applies at once too, and those Kafka updates dynamically that kbroker accepts without acting on them
+# (stored and reported, no effect). The topic defaults reach every partition log. Kafka's other dynamic
+# configs that kbroker implements (listeners, connection quotas, producer.id.expiration.ms, SSL/SASL, the
+# log cleaner) are read-only here.
+_APPLIED_AT_RUN_TIME: frozenset[str] = frozenset(
     {
         "compression.gzip.level",
         "compression.lz4.level",
@@ -682,6 +735,17 @@ DYNAMIC_BROKER_CONFIGS: frozenset[str] = frozenset(
     }
 )
 
+
+def _dynamic_in_kafka() -> frozenset[str]:
+    from kbroker.kafka_configs import BROKER
+
+    return frozenset(name for name, _type, _default, dynamic, _sensitive in BROKER if dynamic)
+
+
+DYNAMIC_BROKER_CONFIGS: frozenset[str] = _APPLIED_AT_RUN_TIME | (
+    frozenset(p.name for p in BROKER_PROPERTIES.values() if p.ignored) & _dynamic_in_kafka()
+)
+
 # --------------------------------------------------------------------------- the topic table
 
 
@@ -692,8 +756,11 @@ def _t(
     synonyms: tuple[Synonym, ...],
     validator: Validator | None = None,
     negative_is_unlimited: bool = False,
+    *,
+    default: Value | None = None,
+    ignored: bool = False,
 ) -> TopicProperty:
-    return TopicProperty(name, type_, doc, synonyms, validator, negative_is_unlimited)
+    return TopicProperty(name, type_, doc, synonyms, validator, negative_is_unlimited, default, ignored)
 
 
 def _same(broker_name: str) -> tuple[Synonym, ...]:
@@ -716,6 +783,8 @@ _TOPIC_LIST = [
        _same("log.cleaner.delete.retention.ms"), _NON_NEGATIVE),
     _t("file.delete.delay.ms", LONG, "Wait before a deleted segment's files are removed.",
        _same("log.segment.delete.delay.ms"), _NON_NEGATIVE),
+    _t("follower.replication.throttled.replicas", LIST, "Replicas throttled when followers replicate (no effect in "
+       "kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
     _t("flush.messages", LONG, "Records appended before the partition is fsynced.", _same("log.flush.interval.messages"),
        _POSITIVE),
     _t("flush.ms", LONG, "Longest time appended data waits for an fsync.",
@@ -724,6 +793,12 @@ _TOPIC_LIST = [
        _NON_NEGATIVE),
     _t("kbroker.fsync.before.ack", BOOL, "kbroker only: fsync before acknowledging acks=all produce requests.",
        _same("kbroker.fsync.before.ack")),
+    _t("leader.replication.throttled.replicas", LIST, "Replicas throttled when the leader serves followers (no "
+       "effect in kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
+    _t("local.retention.bytes", LONG, "Local size limit under tiered storage (-2: retention.bytes); no effect in "
+       "kbroker: tiered storage is not offered.", _same("log.local.retention.bytes"), Range(-2), ignored=True),
+    _t("local.retention.ms", LONG, "Local time limit under tiered storage (-2: retention.ms); no effect in kbroker: "
+       "tiered storage is not offered.", _same("log.local.retention.ms"), Range(-2), ignored=True),
     _t("max.compaction.lag.ms", LONG, "Most age of a record before it must be compacted.",
        _same("log.cleaner.max.compaction.lag.ms"), _POSITIVE),
     _t("max.message.bytes", INT, "Largest record batch accepted for this topic.", _same("message.max.bytes"),
@@ -741,6 +816,12 @@ _TOPIC_LIST = [
     _t("min.insync.replicas", INT, "Replicas that must have a write for acks=all.", _same("min.insync.replicas"),
        _POSITIVE),
     _t("preallocate", BOOL, "Preallocate the file of a new segment.", _same("log.preallocate")),
+    _t("remote.log.copy.disable", BOOL, "Stop copying segments to tiered storage (tiered storage is not offered).",
+       (), default=False, ignored=True),
+    _t("remote.log.delete.on.disable", BOOL, "Delete tiered data when tiered storage is turned off (tiered storage "
+       "is not offered).", (), default=False, ignored=True),
+    _t("remote.storage.enable", BOOL, "Keep the topic in tiered storage: must stay false, tiered storage is not "
+       "offered (as in Kafka with remote.log.storage.system.enable=false).", (), default=False, ignored=True),
     _t("retention.bytes", LONG, "Size the partition may reach before old segments go; -1: no limit.",
        _same("log.retention.bytes")),
     _t("retention.ms", LONG, "Time data is kept; -1: forever.",

@@ -43,8 +43,8 @@ def test_top_level_help_documents_commands_options_and_properties() -> None:
         assert text in out
     for text in ("--config-file", "--log-level", "--log-format", "KBROKER_ADVERTISED_LISTENER"):
         assert text in out
-    for name in BROKER_PROPERTIES:
-        assert name in out, name
+    for name, prop in BROKER_PROPERTIES.items():
+        assert (name in out) or prop.ignored, name  # the ~200 ignored ones are counted, listed by `kbroker configs`
     assert "without effect" in out
 
 

@@ -179,10 +179,16 @@ def test_sources_tell_explicit_from_default() -> None:
     assert config.explicit == {"num.partitions": "1"}
 
 
-def test_broker_entries_exclude_ignored_properties_and_only_dynamic_ones_are_writable() -> None:
+def test_broker_entries_include_ignored_properties_and_only_dynamic_ones_are_writable() -> None:
     config = build(num_partitions="4", num_network_threads="3")
     entries = {e.name: e for e in config.broker_entries()}
-    assert "num.network.threads" not in entries
+    # accepted without effect, listed as Kafka lists it
+    assert entries["num.network.threads"].value == "3"
+    assert entries["num.network.threads"].source is ConfigSource.STATIC_BROKER_CONFIG
+    assert entries["remote.log.storage.system.enable"].value == "false"
+    assert entries["remote.log.storage.system.enable"].source is ConfigSource.DEFAULT_CONFIG
+    assert entries["ssl.keymanager.algorithm"].value == "SunX509"
+    assert entries["delegation.token.secret.key"].value is None and entries["delegation.token.secret.key"].sensitive
     assert entries["num.partitions"].value == "4"
     assert entries["num.partitions"].source is ConfigSource.STATIC_BROKER_CONFIG
     assert entries["num.partitions"].type is ConfigType.INT

@@ -47,10 +47,10 @@ logging defaults. Listening on all interfaces advertises 127.0.0.1 unless told o
 An unknown property or a bad value stops kbroker with exit status 2 and a one-line message."""
 
 
-def _property_names(ignored: bool) -> str:
+def _property_names() -> str:
     from kbroker.config_defs import BROKER_PROPERTIES
 
-    names = ", ".join(name for name, prop in BROKER_PROPERTIES.items() if prop.ignored == ignored)
+    names = ", ".join(name for name, prop in BROKER_PROPERTIES.items() if not prop.ignored)
     return textwrap.fill(names, width=100, initial_indent="  ", subsequent_indent="  ", break_on_hyphens=False)
 
 
@@ -59,11 +59,14 @@ def _env(name: str) -> str | None:
 
 
 def properties_help() -> str:
+    from kbroker.config_defs import BROKER_PROPERTIES
+
+    ignored = sum(1 for prop in BROKER_PROPERTIES.values() if prop.ignored)
     return (
         "broker properties (Kafka's names; 'kbroker configs' lists types, defaults, ranges and docs):\n"
-        + _property_names(ignored=False)
-        + "\n\naccepted so Kafka's own server.properties loads, but without effect (a warning is logged):\n"
-        + _property_names(ignored=True)
+        + _property_names()
+        + f"\n\nand {ignored} more of Kafka's, accepted so Kafka's own server.properties loads but without effect "
+        "(a warning is logged when one is set; 'kbroker configs' lists them with the reason)."
     )
 
 
@@ -248,11 +251,14 @@ def _describe_property(prop: BrokerProperty) -> list[str]:
 
 
 def render_topic_table() -> str:
-    from kbroker.config_defs import TOPIC_PROPERTIES
+    from kbroker.config_defs import TOPIC_PROPERTIES, render_value
 
     lines = ["Topic-level configs (CreateTopics, DescribeConfigs); defaults come from the broker properties:"]
     for prop in TOPIC_PROPERTIES.values():
-        facts = [prop.type.label, "default from " + " > ".join(s.name for s in prop.synonyms)]
+        if prop.synonyms:
+            facts = [prop.type.label, "default from " + " > ".join(s.name for s in prop.synonyms)]
+        else:
+            facts = [prop.type.label, f"default {render_value(prop.default) or '(empty)'}"]
         if prop.validator is not None:
             facts.append(f"valid {prop.validator.describe()}")
         lines.extend([f"  {prop.name}  ({', '.join(facts)})", f"      {prop.doc}"])

@@ -122,6 +122,9 @@ def check_topic_configs(broker: Broker, overrides: Mapping[str, str | None]) -> 
     except (ConfigError, InvalidConfigError) as exc:
         raise fail(ErrorCode.INVALID_CONFIG, str(exc)) from None
     typed = broker.config.topic_config(values)
+    if typed["remote.storage.enable"] is True:  # Kafka's answer when its tiered storage is off
+        message = "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+        raise fail(ErrorCode.INVALID_CONFIG, message)
     low, high = typed["min.compaction.lag.ms"], typed["max.compaction.lag.ms"]
     assert isinstance(low, int) and isinstance(high, int)
     if low > high:

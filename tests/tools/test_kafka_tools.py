@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.process import REPO, BrokerProcess, RawClient
+from tests.test_config_parity import KBROKER_ONLY, STATIC_IN_KBROKER
 
 if not shutil.which("java"):
     pytest.skip("Kafka's tools need java", allow_module_level=True)
@@ -342,6 +343,107 @@ def test_configs_broker_default_and_per_broker(tools: Tools) -> None:
     out = tools.both(CONFIG_COMMAND, *node, "--alter", "--delete-config", "log.segment.bytes")
     out = tools.both(CONFIG_COMMAND, *node, "--describe")
     assert out["kbroker"] == out["kafka"] == "Dynamic configs for broker 1 are:\n"
+
+
+def _kafka_defaults() -> dict[str, str | None]:
+    from kbroker.kafka_configs import BROKER
+
+    return {name: default for name, _type, default, _dynamic, _sensitive in BROKER}
+
+
+def _own_defaults() -> set[str]:
+    """Broker configs whose kbroker default is its own (each property's note says so), and the topic-default
+    groups that list them among their synonyms (log.retention.ms lists log.retention.hours)."""
+    from kbroker.config_defs import BROKER_PROPERTIES, TOPIC_PROPERTIES, render_value
+
+    kafka = _kafka_defaults()
+    own = {n for n, p in BROKER_PROPERTIES.items() if n in kafka and render_value(p.default) != kafka[n]}
+    for topic in TOPIC_PROPERTIES.values():
+        names = {s.name for s in topic.synonyms}
+        if names & own:
+            own |= names
+    return own
+
+
+def test_configs_describe_all_broker(tools: Tools) -> None:
+    """Every config Kafka's broker lists, kbroker lists, with the same line but where the brokers were started
+    differently or kbroker's default is its own; kbroker adds its own configs."""
+    out = tools.both(CONFIG_COMMAND, "--entity-type", "brokers", "--entity-name", "1", "--describe", "--all")
+    lines = {b: _config_lines(text) for b, text in out.items()}
+    assert len(lines["kafka"]) > 300
+    own_names = KBROKER_ONLY | {n for n in lines["kbroker"] if n.startswith("kbroker.")}
+    assert set(lines["kbroker"]) - own_names == set(lines["kafka"])
+    started = {n for b in BROKERS for n, line in lines[b].items() if "STATIC_BROKER_CONFIG" in line}
+    started.add("min.insync.replicas")  # Kafka's ELR cluster default (see test_configs_broker_default_and_per_broker)
+    differ = {n for n in lines["kafka"] if lines["kbroker"][n] != lines["kafka"][n]}
+    assert differ <= started | _own_defaults(), sorted(differ - started - _own_defaults())
+    assert len(lines["kafka"]) - len(differ) > 280  # the rest is the same, line for line
+    for name, line in lines["kafka"].items():
+        assert ("sensitive=true" in line) == ("sensitive=true" in lines["kbroker"][name]), name
+        if "sensitive=true" in line:
+            assert line.startswith(f"{name}=null sensitive=true"), line
+            assert lines["kbroker"][name].startswith(f"{name}=null sensitive=true"), lines["kbroker"][name]
+
+
+def test_configs_describe_all_topic(tools: Tools) -> None:
+    topic = _topic("all-configs")
+    for bootstrap in tools.brokers.values():
+        _create_topic(bootstrap, topic, 1)
+    entity = ("--entity-type", "topics", "--entity-name", topic)
+    out = tools.both(CONFIG_COMMAND, *entity, "--describe", "--all")
+    lines = {b: _config_lines(text) for b, text in out.items()}
+    assert {n for n in lines["kbroker"] if not n.startswith("kbroker.")} == set(lines["kafka"])
+    differ = {n for n in lines["kafka"] if lines["kbroker"][n] != lines["kafka"][n]}
+    # retention.ms: kbroker keeps two weeks (log.retention.hours=336); min.insync.replicas: Kafka's ELR default
+    assert differ == {"retention.ms", "min.insync.replicas"}, differ
+    assert lines["kbroker"]["retention.ms"].startswith("retention.ms=1209600000 ")
+    assert lines["kafka"]["retention.ms"].startswith("retention.ms=604800000 ")
+    refused = tools.both(CONFIG_COMMAND, *entity, "--alter", "--add-config", "remote.storage.enable=true", check=False)
+    for text in refused.values():
+        assert "Tiered Storage functionality is disabled in the broker" in text, text
+    out = tools.both(CONFIG_COMMAND, *entity, "--alter", "--add-config", "leader.replication.throttled.replicas=0:1")
+    assert out["kbroker"] == out["kafka"]
+    out = tools.both(CONFIG_COMMAND, *entity, "--describe")
+    assert out["kbroker"] == out["kafka"]
+    assert "leader.replication.throttled.replicas=0:1" in out["kbroker"]
+
+
+def test_describe_configs_with_confluent_admin(brokers: dict[str, str]) -> None:
+    """confluent-kafka's AdminClient.describe_configs: the same names, sensitivity and read-only flags, and for
+    configs neither broker was started with, the same source."""
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    described = {}
+    for name, bootstrap in brokers.items():
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        resource = ConfigResource(ConfigResource.Type.BROKER, "1")
+        described[name] = admin.describe_configs([resource], request_timeout=30)[resource].result(timeout=30)
+    kafka, kbroker = described["kafka"], described["kbroker"]
+    started = {n for d in (kafka, kbroker) for n, e in d.items() if _source(e) == STATIC_BROKER_CONFIG}
+    started.add("min.insync.replicas")  # Kafka's ELR cluster default
+    assert set(kafka) <= set(kbroker)
+    assert set(kbroker) - set(kafka) == {n for n in kbroker if n.startswith("kbroker.")} | KBROKER_ONLY
+    for name, entry in kafka.items():
+        mine = kbroker[name]
+        assert mine.is_sensitive == entry.is_sensitive, name
+        if entry.is_sensitive:
+            assert mine.value is None and entry.value is None, name
+        if name not in started:
+            assert _source(mine) == _source(entry), name
+    read_only_differs = {n for n, e in kafka.items() if e.is_read_only != kbroker[n].is_read_only}
+    assert read_only_differs == _static_in_kbroker(), read_only_differs
+
+
+STATIC_BROKER_CONFIG = 4
+
+
+def _source(entry: Any) -> int:
+    """The DescribeConfigs source number (confluent-kafka gives an int or its ConfigSource enum)."""
+    return int(getattr(entry.source, "value", entry.source))
+
+
+def _static_in_kbroker() -> set[str]:
+    return STATIC_IN_KBROKER
 
 
 def test_configs_groups(tools: Tools) -> None:
