@@ -187,8 +187,12 @@ class CoordinatorPlacement:
             gained, lost = self._moves(metadata, transactions.state_log.store)
             if lost:
                 transactions.unload(lost)
+            owned = transactions.state_log.store.owned or set()
+            epochs = {
+                p: state.leader_epoch for p in owned | gained if (state := metadata.state(TXN_TOPIC, p)) is not None
+            }
+            transactions.coordinator_epochs.update(epochs)  # the leader epoch moves on with ISR changes too
             if gained:
-                epochs = {p: state.leader_epoch for p in gained if (state := metadata.state(TXN_TOPIC, p)) is not None}
                 transactions.load(gained, leader_epochs=epochs)
                 self._spawn(transactions.coordinator.complete_prepared(), "complete-prepared-transactions")
 
