@@ -99,12 +99,12 @@ class CoordinatorPlacement:
             self.broker.groups.topic_catalog = self._topic_catalog
         if self.broker.transactions is not None:
             self.broker.transactions.marker_writer.remote = self
-        self.cluster.on_change.append(self.on_metadata)
+        self.cluster.metadata_listeners.append(self.on_metadata)
         self.on_metadata(self.cluster.metadata)
 
     async def stop(self) -> None:
-        if self.on_metadata in self.cluster.on_change:
-            self.cluster.on_change.remove(self.on_metadata)
+        if self.on_metadata in self.cluster.metadata_listeners:
+            self.cluster.metadata_listeners.remove(self.on_metadata)
         tasks = [*self._tasks, *self._creating.values()]
         for task in tasks:
             task.cancel()

@@ -72,8 +72,8 @@ class ClusterRuntime:
         self._task: asyncio.Task[None] | None = None
         self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
         self._refill: asyncio.Task[None] | None = None
-        # called with each new snapshot once this broker's logs follow it (the coordinators' placement)
-        self.on_change: list[Callable[[ClusterMetadata], None]] = []
+        # called with each new snapshot, after the local logs follow it (replication: who leads, who follows)
+        self.metadata_listeners: list[Callable[[ClusterMetadata], None]] = []
 
     @property
     def is_controller(self) -> bool:
@@ -204,8 +204,11 @@ class ClusterRuntime:
         if self.lease is not None:
             await self._act_as_controller()
         await self._create_local_logs()
-        for listener in self.on_change:
-            listener(self.metadata)
+        for listener in self.metadata_listeners:
+            try:
+                listener(self.metadata)
+            except Exception:  # noqa: BLE001 - one listener must not stop following the cluster
+                log.exception("metadata_listener_failed")
         async with self._changed:
             self._changed.notify_all()
 

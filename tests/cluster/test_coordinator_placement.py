@@ -28,7 +28,7 @@ class FakeCluster:
 
     def __init__(self, metadata: ClusterMetadata) -> None:
         self.metadata = metadata
-        self.on_change: list[Any] = []
+        self.metadata_listeners: list[Any] = []
         self.created: list[tuple[str, int, int]] = []
 
     async def create_topic(self, name: str, partitions: int, factor: int, configs: dict[str, str], **_: Any) -> None:
@@ -43,7 +43,7 @@ class FakeCluster:
 
     def change(self, metadata: ClusterMetadata) -> None:
         self.metadata = metadata
-        for listener in self.on_change:
+        for listener in self.metadata_listeners:
             listener(metadata)
 
 
