@@ -36,8 +36,8 @@ transaction, with this partition added to it (AddPartitionsToTxn), else INVALID_
 (INVALID_PRODUCER_EPOCH for an older epoch), as Kafka's partition verification answers.
 From v12 (transactions v2) a transactional batch adds its partition to the transaction
 itself: the leader asks the coordinator (directly when it runs here; in cluster mode with
-AddPartitionsToTxn v5 to the broker coordinating the transactional id, which also verifies
-the first batch of a transaction in a partition for older clients) before appending, as Kafka's
+AddPartitionsToTxn v5 to the broker coordinating the transactional id, for a transaction's first
+batch in the partition, and verify_only for older clients) before appending, as Kafka's
 AddPartitionsToTxnManager does; a fenced producer gets INVALID_PRODUCER_EPOCH and a
 coordinator that cannot answer now NOT_ENOUGH_REPLICAS (retriable without a metadata
 refresh), as Kafka translates them.
@@ -160,13 +160,13 @@ def _coordinated_elsewhere(ctx: RequestContext, transactional_id: str) -> bool:
 async def _ask_coordinator_then_produce(
     ctx: RequestContext, request: dict[str, Any], producer_id: int, epoch: int, partitions: set[tuple[str, int]]
 ) -> Any:
-    """Cluster mode, the producer's coordinator on another broker: ask it with AddPartitionsToTxn v5 (add the
-    partitions with transactions v2; otherwise verify those where this producer has no open transaction yet,
-    as Kafka's leader verifies the first batch of a transaction), then append."""
+    """Cluster mode, the producer's coordinator on another broker: for the partitions where this producer has
+    no open transaction at this epoch yet (as Kafka's leader asks only for a transaction's first batch), ask
+    it with AddPartitionsToTxn v5 (add them with transactions v2, verify them otherwise), then append."""
     placement = ctx.broker.placement
     assert placement is not None
     implicit = ctx.api_version >= FIRST_IMPLICIT_ADD_VERSION
-    unverified = {tp for tp in partitions if implicit or not _in_open_transaction(ctx, tp, producer_id, epoch)}
+    unverified = {tp for tp in partitions if not _in_open_transaction(ctx, tp, producer_id, epoch)}
     refused: dict[tuple[str, int], ErrorCode] = {}
     if unverified:
         answers = await placement.add_or_verify(
