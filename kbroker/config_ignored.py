@@ -46,7 +46,6 @@ REPLICA_SELECTOR = "consumers always fetch from the leader (no follower fetching
 TWO_PHASE = "two-phase-commit transactions (KIP-939) are not offered"
 STREAMS_GROUPS = "Streams groups (KIP-1071) are not implemented"
 OFFSETS_RETENTION = "kbroker reads offsets and group state without a load buffer"
-MIGRATION = "online migration of a live group between the classic and consumer protocols is not implemented yet"
 TXN_RETRY = "kbroker adds partitions to transactions on the broker itself, with nothing to retry"
 OUTBOUND = "kbroker's broker makes no outbound client connections with these timeouts (no replication yet)"
 SHARE_ASSIGNMENT = "kbroker assigns share-group partitions at each heartbeat with its own simple assignor"
@@ -88,7 +87,6 @@ _EXACT: dict[str, str] = {
     "group.share.enable": GROUP_PROTOCOLS,
     "group.consumer.regex.refresh.interval.ms": REGEX_REFRESH,
     "group.consumer.assignment.interval.ms": ASSIGNMENT_INTERVAL,
-    "group.consumer.migration.policy": MIGRATION,
     "group.consumer.min.assignment.interval.ms": ASSIGNMENT_INTERVAL,
     "group.consumer.max.assignment.interval.ms": ASSIGNMENT_INTERVAL,
     "group.share.assignment.interval.ms": SHARE_ASSIGNMENT,

@@ -134,7 +134,7 @@ def test_two_members_reconcile_and_describe(raw: RawClient) -> None:
     assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable", "group_type": "consumer"} in listed
     classic = raw.call(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})
     assert classic["groups"][0]["group_state"] == "Dead"
-    # a classic member cannot join a live consumer group
+    # a classic member may join a live consumer group (online migration): first it is given a member id
     join_body = {
         "group_id": group,
         "session_timeout_ms": 10000,
@@ -145,6 +145,8 @@ def test_two_members_reconcile_and_describe(raw: RawClient) -> None:
         "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}],
         "reason": None,
     }
+    assert raw.call(ApiKey.JOIN_GROUP, 9, join_body)["error_code"] == E.MEMBER_ID_REQUIRED
+    join_body["protocol_type"] = "connect"  # not the consumer protocol: refused
     assert raw.call(ApiKey.JOIN_GROUP, 9, join_body)["error_code"] == E.INCONSISTENT_GROUP_PROTOCOL
     # a group with members cannot be deleted; once they left it can, offsets and all
     deleted = raw.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})["results"][0]
