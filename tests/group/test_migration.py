@@ -363,3 +363,19 @@ def test_a_classic_members_metadata_survives_the_group_record() -> None:
         assert loaded.members[member_id].classic == member.classic
         assert loaded.members[member_id].assigned == member.assigned
     assert loaded.members["c"].classic is None
+
+
+def test_upgrade_mid_rebalance_answers_the_waiting_members_rebalance_in_progress() -> None:
+    cluster = Cluster()
+    a, b = start_classic_group(cluster)
+    b2 = ClassicClient(cluster, "b2")
+    assert b2.join() is None  # a third member: the group rebalances and b2 waits for its JoinGroup answer
+    assert cluster.holder.state is GroupState.PREPARING_REBALANCE
+    assert cluster.consumer_beat("c", 0).error is E.NONE  # a consumer-protocol member arrives meanwhile
+    waiting = b2.answer()
+    assert waiting is not None and waiting.error is E.REBALANCE_IN_PROGRESS
+    group = cluster.holder.consumer
+    assert group is not None and b2.member_id in group.members and group.members[b2.member_id].assigned == {}
+    held = {"c": (group.members["c"].member_epoch, set(group.members["c"].assigned.get(TOPIC, frozenset())))}
+    rejoin_until_stable(cluster, [a, b, b2], held)
+    assert sorted(a.owned | b.owned | b2.owned | held["c"][1]) == list(range(PARTITIONS))
