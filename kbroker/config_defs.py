@@ -496,6 +496,10 @@ _GROUPS = [
        ("uniform", "range"),
        "Server-side assignors of consumer-protocol groups, the default first (uniform, range or Kafka's class names)."),
     _p("group.consumer.max.size", INT, INT_MAX, "Most members in one consumer-protocol group.", _POSITIVE),
+    _p("group.consumer.migration.policy", STR, "bidirectional",
+       "Online migration of a group with members between the classic and the consumer protocol: bidirectional, "
+       "upgrade (classic to consumer only), downgrade (consumer to classic only) or disabled.",
+       OneOf(("bidirectional", "upgrade", "downgrade", "disabled"))),
     _p("group.consumer.session.timeout.ms", INT, 45000, "Default of the consumer.session.timeout.ms group config.",
        _POSITIVE),
     _p("group.consumer.min.session.timeout.ms", INT, 45000, "Least consumer.session.timeout.ms a group may set.",

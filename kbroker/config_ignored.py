@@ -25,7 +25,9 @@ COORDINATOR = (
     "kbroker's coordinators write to their internal topics directly, with no batching linger, load buffer or "
     "write timeout"
 )
-INTERNAL_TOPIC = "kbroker's internal topics use the broker's segment size and keep their records uncompressed"
+INTERNAL_TOPIC = (
+    "kbroker creates its internal topics with fixed settings (compacted, 100 MiB segments, uncompressed batches)"
+)
 SHUTDOWN = "one node shuts down without handing partition leadership over to other brokers"
 FEATURES = "kbroker offers the features and API versions it implements, with no unstable ones to enable"
 LOG_DIRS = (
@@ -34,30 +36,37 @@ LOG_DIRS = (
 CLIENT_TELEMETRY = "client telemetry (KIP-714) is not collected"
 CONNECTION_RATE = "kbroker limits connections by count (max.connections, max.connections.per.ip), not by rate"
 REQUEST_QUEUE = "kbroker bounds requests in flight by bytes (queued.max.request.bytes), not by count"
-FETCH_SESSIONS = "kbroker keeps incremental fetch sessions without a broker-wide slot limit"
+FETCH_SESSIONS = (
+    "kbroker answers full fetches only (no incremental fetch sessions, KIP-227), so it keeps no session slots"
+)
 SHARE_LIMITS = "kbroker's share groups have no limit on the number of groups or on records per fetch"
 GROUP_PROTOCOLS = "kbroker's group coordinator always offers the classic, consumer and share group protocols"
 REGEX_REFRESH = "kbroker re-reads regex subscriptions against the topics at most once a second at a heartbeat"
 ASSIGNMENT_INTERVAL = "kbroker computes a new target assignment at the heartbeat after a change, with no batching"
-TXN_VERIFICATION = "kbroker checks every transactional produce against its coordinator, without this switch"
+TXN_VERIFICATION = "kbroker always verifies a transactional produce against its coordinator (KIP-890), with no switch"
 CLEANER_IO = "kbroker's cleaner reads and writes in 1 MiB chunks"
 LOG_TASK_DELAY = "kbroker starts its log tasks (retention, flush, checkpoints) with no initial delay"
 REPLICA_SELECTOR = "consumers always fetch from the leader (no follower fetching, KIP-392)"
 TWO_PHASE = "two-phase-commit transactions (KIP-939) are not offered"
 STREAMS_GROUPS = "Streams groups (KIP-1071) are not implemented"
 OFFSETS_RETENTION = "kbroker reads offsets and group state without a load buffer"
-MIGRATION = "online migration of a live group between the classic and consumer protocols is not implemented yet"
 TXN_RETRY = "kbroker adds partitions to transactions on the broker itself, with nothing to retry"
 OUTBOUND = "kbroker's broker makes no outbound client connections with these timeouts (no replication yet)"
 SHARE_ASSIGNMENT = "kbroker assigns share-group partitions at each heartbeat with its own simple assignor"
 CORDONED = "kbroker places new partitions in every log directory (no cordoning, KIP-1066)"
-START_OFFSET_CHECKPOINT = "kbroker keeps each log's start offset in its segments, with no separate checkpoint"
+START_OFFSET_CHECKPOINT = (
+    "kbroker writes the log start offsets with the recovery points, every log.flush.offset.checkpoint.interval.ms"
+)
 
 _EXACT: dict[str, str] = {
     "alter.config.policy.class.name": PLUGGABLE,
     "create.topic.policy.class.name": PLUGGABLE,
     "client.quota.callback.class": PLUGGABLE,
     "principal.builder.class": "principals are User:<name> from SASL, or the client certificate's subject",
+    "ssl.principal.mapping.rules": "a TLS client's principal is its certificate's whole subject (Kafka's DEFAULT rule)",
+    "ssl.cipher.suites": "kbroker's TLS uses the cipher suites of Python's ssl module (OpenSSL's defaults)",
+    "ssl.protocol": "kbroker's TLS negotiates the versions in ssl.enabled.protocols with Python's ssl module",
+    "ssl.endpoint.identification.algorithm": "kbroker makes no TLS connections of its own to verify a host name on",
     "sasl.server.callback.handler.class": PLUGGABLE,
     "security.inter.broker.protocol": REPLICATION,
     "sasl.mechanism.inter.broker.protocol": REPLICATION,
@@ -88,7 +97,6 @@ _EXACT: dict[str, str] = {
     "group.share.enable": GROUP_PROTOCOLS,
     "group.consumer.regex.refresh.interval.ms": REGEX_REFRESH,
     "group.consumer.assignment.interval.ms": ASSIGNMENT_INTERVAL,
-    "group.consumer.migration.policy": MIGRATION,
     "group.consumer.min.assignment.interval.ms": ASSIGNMENT_INTERVAL,
     "group.consumer.max.assignment.interval.ms": ASSIGNMENT_INTERVAL,
     "group.share.assignment.interval.ms": SHARE_ASSIGNMENT,

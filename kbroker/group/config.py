@@ -11,6 +11,8 @@ class _Properties(Protocol):
 
     def get_list(self, name: str) -> tuple[str, ...]: ...
 
+    def get_str(self, name: str) -> str: ...
+
 
 # Kafka names its assignors by class in group.consumer.assignors; clients by these short names.
 _ASSIGNOR_CLASSES = {
@@ -34,6 +36,7 @@ class GroupConfig:
     consumer_max_size: int = 2**31 - 1
     consumer_session_timeout_ms: int = 45_000
     consumer_heartbeat_interval_ms: int = 5_000
+    consumer_migration_policy: str = "bidirectional"  # online migration between classic and consumer groups
 
     @classmethod
     def from_properties(cls, config: _Properties) -> GroupConfig:
@@ -53,4 +56,5 @@ class GroupConfig:
             consumer_max_size=config.get_int("group.consumer.max.size"),
             consumer_session_timeout_ms=config.get_int("group.consumer.session.timeout.ms"),
             consumer_heartbeat_interval_ms=config.get_int("group.consumer.heartbeat.interval.ms"),
+            consumer_migration_policy=config.get_str("group.consumer.migration.policy").strip().lower(),
         )

@@ -35,6 +35,13 @@ from kbroker.group.consumer_group import (
     MemberState,
 )
 from kbroker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup
+from kbroker.group.migration import (
+    MigrationPolicy,
+    downgrade_refusal,
+    to_classic_group,
+    to_consumer_group,
+    upgrade_refusal,
+)
 from kbroker.group.reconcile import reconcile
 from kbroker.group.state import GroupState
 from protocol.errors import ErrorCode
@@ -56,6 +63,8 @@ class ConsumerCoordinatorConfig:
     assignors: tuple[str, ...] = (UNIFORM, "range")  # group.consumer.assignors; the first is the default
     max_size: int = 2**31 - 1  # group.consumer.max.size
     defaults: ConsumerGroupSettings = ConsumerGroupSettings()
+    migration_policy: MigrationPolicy = MigrationPolicy.BIDIRECTIONAL  # group.consumer.migration.policy
+    classic_max_size: int = 2**31 - 1  # group.max.size: a downgrade may not make a bigger classic group
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,10 @@ class ConsumerGroupCoordinator:
         self.topics = topics  # every non-internal topic -> its partition count
         self.settings = settings or (lambda group_id: config.defaults)
         self.dirty: set[str] = set()  # groups whose state must be written
+        # Answers owed to classic members' waiting JoinGroup/SyncGroup when their group was upgraded.
+        self.replies: list[tuple[object, object]] = []
+        self.downgraded: set[str] = set()  # groups turned back into classic groups: a rebalance is to start
+        self.upgraded: list[tuple[str, int]] = []  # (group, classic members) turned into consumer groups, to log
         self.fenced: list[tuple[str, str, str]] = []  # (group, member, why) removed by a timer, drained to the log
 
     # -- ConsumerGroupHeartbeat ------------------------------------------------------------
@@ -169,8 +182,19 @@ class ConsumerGroupCoordinator:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Consumer group {group_id} not found.")
             holder = self.groups[group_id] = ClassicGroup(group_id, state_timestamp=self.clock())
         if holder.consumer is None:
-            if not create or holder.members or holder.pending_members:
+            if not create:
                 raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+            if holder.members or holder.pending_members:
+                # a live classic group: its members carry on in a consumer group, if the policy allows
+                refusal = upgrade_refusal(holder, self.config.migration_policy, self.config.max_size)
+                if refusal is not None:
+                    raise HeartbeatError(E.GROUP_ID_NOT_FOUND, f"Group {group_id} is not a consumer group.")
+                members = len(holder.members)
+                holder.consumer, replies = to_consumer_group(holder, self.config.assignors[0], self.clock())
+                self.replies.extend(replies)
+                self.dirty.add(group_id)
+                self.upgraded.append((group_id, members))
+                return holder.consumer
             # an empty classic group (or one that only has offsets) becomes a consumer group, offsets kept
             holder.consumer = ConsumerGroup(group_id, assignor_name=self.config.assignors[0])
             holder.protocol_type = CONSUMER_PROTOCOL_TYPE
@@ -191,39 +215,10 @@ class ConsumerGroupCoordinator:
             member = self._dynamic_member(group, member_id, request)
         else:
             member = self._static_member(group, member_id, request.instance_id, request)
-        before = _subscription(member)
+        before = subscription_key(member)
         _update(member, request)
-        is_new = member.member_id not in group.members
-        if is_new:
-            group.add(member)
-        bump = is_new or _subscription(member) != before
-        if bump or now >= group.metadata_refresh_deadline:
-            # the subscribed topics' partitions (and regex matches), at most once a second per group
-            metadata = self._subscription_metadata(group)
-            group.metadata_refresh_deadline = now + METADATA_REFRESH_MS
-            if metadata != group.subscription_metadata:
-                group.subscription_metadata = metadata
-                bump = True
-        if bump:
-            group.group_epoch += 1
-            self.dirty.add(group.group_id)
-        if group.group_epoch > group.assignment_epoch:
-            self._compute_target(group, group.subscription_metadata)
         previous_assigned = dict(member.assigned)
-        reconciled = member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch
-        changed = not reconciled and reconcile(
-            member,
-            group.assignment_epoch,
-            group.target.get(member.member_id, {}),
-            group.partition_owners(member.member_id),
-            request.owned,
-        )
-        if changed:
-            self.dirty.add(group.group_id)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
-                member.rebalance_deadline = now + member.rebalance_timeout_ms
-            else:
-                member.rebalance_deadline = None
+        self.update_member(group, member, before, request.owned)
         settings = self.settings(group.group_id)
         member.session_deadline = now + settings.session_timeout_ms
         full = joining or (
@@ -238,6 +233,44 @@ class ConsumerGroupCoordinator:
             heartbeat_interval_ms=settings.heartbeat_interval_ms,
             assignment=dict(member.assigned) if full or member.assigned != previous_assigned else None,
         )
+
+    def update_member(
+        self, group: ConsumerGroup, member: ConsumerMember, before: tuple[object, ...], owned: Assignment | None
+    ) -> None:
+        """After a member's heartbeat or JoinGroup updated it (`before`: its subscription until then): add it
+        if new, bump the group epoch when the subscriptions or the subscribed topics changed, compute a new
+        target assignment when the epoch moved past it, and reconcile the member toward its target."""
+        now = self.clock()
+        is_new = member.member_id not in group.members
+        if is_new:
+            group.add(member)
+        bump = is_new or subscription_key(member) != before
+        if bump or now >= group.metadata_refresh_deadline:
+            # the subscribed topics' partitions (and regex matches), at most once a second per group
+            metadata = self._subscription_metadata(group)
+            group.metadata_refresh_deadline = now + METADATA_REFRESH_MS
+            if metadata != group.subscription_metadata:
+                group.subscription_metadata = metadata
+                bump = True
+        if bump:
+            group.group_epoch += 1
+            self.dirty.add(group.group_id)
+        if group.group_epoch > group.assignment_epoch:
+            self._compute_target(group, group.subscription_metadata)
+        reconciled = member.state is MemberState.STABLE and member.member_epoch == group.assignment_epoch
+        changed = not reconciled and reconcile(
+            member,
+            group.assignment_epoch,
+            group.target.get(member.member_id, {}),
+            group.partition_owners(member.member_id),
+            owned,
+        )
+        if changed:
+            self.dirty.add(group.group_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                member.rebalance_deadline = now + member.rebalance_timeout_ms
+            else:
+                member.rebalance_deadline = None
 
     def _dynamic_member(self, group: ConsumerGroup, member_id: str, request: ConsumerHeartbeat) -> ConsumerMember:
         member = group.members.get(member_id)
@@ -313,9 +346,21 @@ class ConsumerGroupCoordinator:
         return ConsumerHeartbeatResult(E.NONE, member_id=request.member_id, member_epoch=request.member_epoch)
 
     def fence(self, group: ConsumerGroup, member_id: str) -> None:
-        """Remove a member (it left, or its session or rebalance timeout expired): the group rebalances."""
-        if group.remove(member_id) is None:
+        """Remove a member (it left, or its session or rebalance timeout expired): the group rebalances, or,
+        when only classic members remain and the policy allows it, becomes a classic group again."""
+        member = group.members.get(member_id)
+        if member is None:
             return
+        holder = self.groups.get(group.group_id)
+        if holder is not None and member.classic is None:
+            refusal = downgrade_refusal(group, self.config.migration_policy, self.config.classic_max_size, member_id)
+            if refusal is None:
+                group.remove(member_id)
+                to_classic_group(holder, self.clock())
+                self.downgraded.add(group.group_id)
+                self.dirty.add(group.group_id)
+                return
+        group.remove(member_id)
         group.group_epoch += 1
         group.subscription_metadata = self._subscription_metadata(group)
         self.dirty.add(group.group_id)
@@ -357,17 +402,17 @@ class ConsumerGroupCoordinator:
 
     # -- timers -------------------------------------------------------------------------------
     def tick(self) -> None:
-        """Fence members whose session expired, or that did not revoke within their rebalance timeout."""
+        """Fence members whose session expired, that did not revoke within their rebalance timeout, or
+        (classic members) that did not rejoin or sync within it."""
         now = self.clock()
         for holder in list(self.groups.values()):
             group = holder.consumer
             if group is None:
                 continue
             for member in list(group.members.values()):
-                late = member.rebalance_deadline is not None and member.rebalance_deadline <= now
-                if member.session_deadline <= now or late:
+                why = _expired(member, now)
+                if why is not None:
                     self.fence(group, member.member_id)
-                    why = "session timeout" if member.session_deadline <= now else "partitions not revoked in time"
                     self.fenced.append((group.group_id, member.member_id, why))
 
     def next_deadline(self) -> int | None:
@@ -376,7 +421,7 @@ class ConsumerGroupCoordinator:
             for holder in self.groups.values()
             if holder.consumer is not None
             for m in holder.consumer.members.values()
-            for d in (m.session_deadline, m.rebalance_deadline)
+            for d in (m.session_deadline, m.rebalance_deadline, m.join_deadline, m.sync_deadline)
             if d is not None
         ]
         return min(deadlines, default=None)
@@ -390,9 +435,23 @@ class ConsumerGroupCoordinator:
             if holder.consumer is not None:
                 timeout = self.settings(holder.group_id).session_timeout_ms
                 for member in holder.consumer.members.values():
-                    member.session_deadline = now + timeout
+                    classic = member.classic
+                    member.session_deadline = now + (timeout if classic is None else classic.session_timeout_ms)
                     if member.state is MemberState.UNREVOKED_PARTITIONS:
                         member.rebalance_deadline = now + member.rebalance_timeout_ms
+
+
+def _expired(member: ConsumerMember, now: int) -> str | None:
+    """Why the member is to be fenced now, if it is."""
+    if member.session_deadline <= now:
+        return "session timeout"
+    if member.rebalance_deadline is not None and member.rebalance_deadline <= now:
+        return "partitions not revoked in time"
+    if member.join_deadline is not None and member.join_deadline <= now:
+        return "classic member did not rejoin in time"
+    if member.sync_deadline is not None and member.sync_deadline <= now:
+        return "classic member did not sync in time"
+    return None
 
 
 def _check_epoch(member: ConsumerMember, request: ConsumerHeartbeat) -> None:
@@ -420,7 +479,7 @@ def _is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
     return all(partitions <= assigned.get(topic, frozenset()) for topic, partitions in owned.items())
 
 
-def _subscription(member: ConsumerMember) -> tuple[object, ...]:
+def subscription_key(member: ConsumerMember) -> tuple[object, ...]:
     return (member.subscribed_topic_names, member.subscribed_topic_regex)
 
 

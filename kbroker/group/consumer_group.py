@@ -40,6 +40,15 @@ class ConsumerGroupState(enum.Enum):
     DEAD = "Dead"
 
 
+@dataclass(frozen=True)
+class ClassicMetadata:
+    """A member that joined with the classic protocol (JoinGroup): its session timeout and protocols, as
+    given in its last JoinGroup (name, embedded consumer-protocol subscription), in its order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+
 @dataclass(eq=False)
 class ConsumerMember:
     member_id: str
@@ -59,6 +68,15 @@ class ConsumerMember:
     # Timers (ms on the coordinator's clock): session expiry; UNREVOKED_PARTITIONS for too long.
     session_deadline: int = 0
     rebalance_deadline: int | None = None
+    # A classic-protocol member (online migration): its metadata, and its two timers: told to rejoin
+    # (REBALANCE_IN_PROGRESS), it must within its rebalance timeout; joined, it must sync within it.
+    classic: ClassicMetadata | None = None
+    join_deadline: int | None = None
+    sync_deadline: int | None = None
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def subscribes(self, topic: str, regex_matches: frozenset[str]) -> bool:
         return topic in self.subscribed_topic_names or topic in regex_matches

@@ -3,7 +3,7 @@
     key    int16 version 19266 ("KB": kbroker's own, outside Kafka's record types 0-8) | int16-length group id
     value  int16 version 0 | UTF-8 JSON: group epoch, assignment epoch, assignor, subscription metadata,
            target assignment, and each member (ids, subscription, epochs, state, assigned and revoking
-           partitions). A null value (tombstone): the group is no longer a consumer group.
+           partitions, and for a member using the classic protocol its session timeout and protocols). A null value (tombstone): the group is no longer a consumer group.
 
 Kafka writes the same facts as several records (ConsumerGroupMetadata, ...MemberMetadata,
 ...TargetAssignmentMember, ...CurrentMemberAssignment); kbroker writes the group whenever
@@ -13,11 +13,12 @@ after a restart every member gets a full session timeout.
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 from typing import Any
 
-from kbroker.group.consumer_group import Assignment, ConsumerGroup, ConsumerMember, MemberState
+from kbroker.group.consumer_group import Assignment, ClassicMetadata, ConsumerGroup, ConsumerMember, MemberState
 from kbroker.group.records import CONSUMER_GROUP_KEY_VERSION
 
 VALUE_VERSION = 0
@@ -83,7 +84,20 @@ def _dump_member(member: ConsumerMember) -> dict[str, Any]:
         "state": member.state.value,
         "assigned": _dump(member.assigned),
         "revoking": _dump(member.pending_revocation),
+        "classic": None if member.classic is None else _dump_classic(member.classic),
     }
+
+
+def _dump_classic(classic: ClassicMetadata) -> dict[str, Any]:
+    protocols = [[name, base64.b64encode(metadata).decode()] for name, metadata in classic.protocols]
+    return {"session_timeout_ms": classic.session_timeout_ms, "protocols": protocols}
+
+
+def _load_classic(raw: dict[str, Any] | None) -> ClassicMetadata | None:
+    if raw is None:
+        return None
+    protocols = tuple((str(name), base64.b64decode(data)) for name, data in raw["protocols"])
+    return ClassicMetadata(int(raw["session_timeout_ms"]), protocols)
 
 
 def _load_member(raw: dict[str, Any]) -> ConsumerMember:
@@ -102,4 +116,5 @@ def _load_member(raw: dict[str, Any]) -> ConsumerMember:
         state=MemberState(raw["state"]),
         assigned=_load(raw["assigned"]),
         pending_revocation=_load(raw["revoking"]),
+        classic=_load_classic(raw.get("classic")),  # absent from records written before online migration
     )

@@ -98,7 +98,7 @@ class GroupCoordinator:
     # -- JoinGroup -----------------------------------------------------------
     def join(self, token: object, request: JoinRequest) -> None:
         now = self.clock()
-        error = self._validate_join(request)
+        error = self.validate_join(request)
         if error is not E.NONE:
             self._reply(token, JoinResult(error, request.member_id))
             return
@@ -109,7 +109,7 @@ class GroupCoordinator:
                 return
             group = self.groups[request.group_id] = ClassicGroup(request.group_id, state_timestamp=now)
         if group.consumer is not None:
-            if group.consumer.members:  # kbroker does not migrate a live consumer group to the classic protocol
+            if group.consumer.members:  # the runtime sends these to classic_members.py (online migration)
                 self._reply(token, JoinResult(E.INCONSISTENT_GROUP_PROTOCOL, request.member_id))
                 return
             group.consumer = None  # an empty consumer group becomes a classic group again (offsets kept)
@@ -125,7 +125,7 @@ class GroupCoordinator:
             if group.protocol_type is None and group.generation_id == 0:
                 del self.groups[group.group_id]  # created by a join that failed
 
-    def _validate_join(self, request: JoinRequest) -> ErrorCode:
+    def validate_join(self, request: JoinRequest) -> ErrorCode:
         if not request.group_id:
             return E.INVALID_GROUP_ID
         timeout = request.session_timeout_ms
@@ -256,6 +256,11 @@ class GroupCoordinator:
             self._prepare_rebalance(group, now, f"static member {instance_id} rejoined")
 
     # -- rebalance -----------------------------------------------------------
+    def rebalance(self, group: ClassicGroup, reason: str) -> None:
+        """Start a rebalance of a group that has just become a classic group again (migration.py)."""
+        self.dirty.add(group.group_id)
+        self._prepare_rebalance(group, self.clock(), reason)
+
     def _prepare_rebalance(self, group: ClassicGroup, now: int, reason: str) -> None:
         if group.is_in(S.COMPLETING_REBALANCE):
             self._reset_assignments(group, E.REBALANCE_IN_PROGRESS)

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from kbroker.group.config import GroupConfig
-from kbroker.group.consumer_group import ConsumerGroup
+from kbroker.group.consumer_group import ConsumerGroup, ConsumerMember
 from kbroker.group.coordinator import validate_member
 from kbroker.group.group import ClassicGroup, CommittedOffset, TopicPartition
 from kbroker.group.state import GroupState
@@ -96,7 +96,7 @@ class GroupOffsets:
         member = group.consumer.members.get(member_id or "")
         if member is None:
             return E.UNKNOWN_MEMBER_ID
-        return E.NONE if member.member_epoch == member_epoch else E.STALE_MEMBER_EPOCH
+        return _check_epoch(member, member_epoch)
 
     def fetch(
         self, group_id: str, partitions: Iterable[TopicPartition] | None
@@ -201,15 +201,23 @@ class GroupOffsets:
 def _validate_consumer_commit(
     group: ConsumerGroup, member_epoch: int, member_id: str, transactional: bool, api_version: int
 ) -> ErrorCode:
-    """Kafka's ConsumerGroup.validateOffsetCommit: the member's current epoch, OffsetCommit v9+."""
+    """Kafka's ConsumerGroup.validateOffsetCommit: the member's current epoch, OffsetCommit v9+ (any version
+    for a member using the classic protocol, whose generation is its epoch)."""
     if member_epoch < 0 and (not group.members or (transactional and not member_id)):
         return E.NONE  # admin clients and manual assignment, while the group has no members
     member = group.members.get(member_id)
     if member is None:
         return E.UNKNOWN_MEMBER_ID
-    if not transactional and api_version < 9:
+    if not transactional and member.classic is None and api_version < 9:
         return E.UNSUPPORTED_VERSION
-    return E.NONE if member.member_epoch == member_epoch else E.STALE_MEMBER_EPOCH
+    return _check_epoch(member, member_epoch)
+
+
+def _check_epoch(member: ConsumerMember, epoch: int) -> ErrorCode:
+    """STALE_MEMBER_EPOCH for a consumer-protocol member, ILLEGAL_GENERATION for a classic one, as Kafka."""
+    if member.member_epoch == epoch:
+        return E.NONE
+    return E.STALE_MEMBER_EPOCH if member.classic is None else E.ILLEGAL_GENERATION
 
 
 def _expired(group: ClassicGroup, tp: TopicPartition, committed: CommittedOffset, now: int, retention: int) -> bool:

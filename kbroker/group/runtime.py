@@ -18,6 +18,7 @@ import structlog
 from kbroker.clock import REAL_CLOCK, Clock
 from kbroker.group import consumer_records, records
 from kbroker.group.assignors import ASSIGNORS
+from kbroker.group.classic_members import ClassicMembers
 from kbroker.group.config import GroupConfig
 from kbroker.group.consumer_coordinator import (
     ConsumerCoordinatorConfig,
@@ -26,8 +27,10 @@ from kbroker.group.consumer_coordinator import (
     ConsumerHeartbeat,
     ConsumerHeartbeatResult,
 )
+from kbroker.group.consumer_group import ConsumerGroup
 from kbroker.group.coordinator import GroupCoordinator, JoinRequest, JoinResult, SyncRequest, SyncResult
 from kbroker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedOffset, TopicPartition
+from kbroker.group.migration import MigrationPolicy
 from kbroker.group.offsets import GroupOffsets
 from kbroker.group.store import NO_MARKER, NO_PRODUCER_ID, Entry, OffsetsStore
 from kbroker.log import LogError, RecordTooLargeError
@@ -67,13 +70,17 @@ class GroupRuntime:
         if assignors != config.consumer_assignors:
             log.warning("group_consumer_assignors_unknown", configured=config.consumer_assignors, used=assignors)
         defaults = ConsumerGroupSettings(config.consumer_session_timeout_ms, config.consumer_heartbeat_interval_ms)
+        self.migration_policy = MigrationPolicy.parse(config.consumer_migration_policy)
         self.consumers = ConsumerGroupCoordinator(
-            ConsumerCoordinatorConfig(assignors or ("uniform",), config.consumer_max_size, defaults),
+            ConsumerCoordinatorConfig(
+                assignors or ("uniform",), config.consumer_max_size, defaults, self.migration_policy, config.max_size
+            ),
             clock,
             self.groups,
             self._topic_partitions,
             consumer_settings,
         )
+        self.classic_members = ClassicMembers(self.consumers)  # classic requests to consumer groups
         self._consumer_persisted: set[str] = set()  # groups with a consumer-group record in the log
         extra = {} if snapshot_min_bytes is None else {"snapshot_min_bytes": snapshot_min_bytes}
         self.store = OffsetsStore(logs, config.offsets_topic_partitions, **extra)
@@ -216,13 +223,31 @@ class GroupRuntime:
         log.info("group_coordinator_stopped", groups=len(self.groups))
 
     # -- membership ------------------------------------------------------------------
+    def _live_consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """The group's consumer group when it has members: classic requests then go to it (migration)."""
+        holder = self.groups.get(group_id)
+        if holder is None or holder.consumer is None or not holder.consumer.members:
+            return None
+        return holder.consumer
+
     async def join(self, request: JoinRequest) -> JoinResult:
+        consumer = self._live_consumer_group(request.group_id)
+        if consumer is not None:
+            error = self.coordinator.validate_join(request)
+            if error is not ErrorCode.NONE:
+                return JoinResult(error, request.member_id)
+            result = self.classic_members.join(consumer, request)
+            self._dispatch()
+            return result
         future: asyncio.Future[JoinResult] = asyncio.get_running_loop().create_future()
         self.coordinator.join(future, request)
         self._dispatch()
         return await future
 
     async def sync(self, request: SyncRequest) -> SyncResult:
+        consumer = self._live_consumer_group(request.group_id)
+        if consumer is not None:
+            return self.classic_members.sync(consumer, request)
         future: asyncio.Future[SyncResult] = asyncio.get_running_loop().create_future()
         self.coordinator.sync(future, request)
         self._dispatch()
@@ -231,9 +256,20 @@ class GroupRuntime:
     def heartbeat(self, group_id: str, member_id: str, instance_id: str | None, generation_id: int) -> ErrorCode:
         # A heartbeat only postpones deadlines and answers no one else: the timer need not wake
         # (the most frequent request of a group stays O(1)).
+        consumer = self._live_consumer_group(group_id)
+        if consumer is not None:
+            error = self.classic_members.heartbeat(consumer, member_id, instance_id, generation_id)
+            if error is ErrorCode.REBALANCE_IN_PROGRESS:
+                self._wake.set()  # the member now has a rejoin deadline
+            return error
         return self.coordinator.heartbeat(group_id, member_id, instance_id, generation_id)
 
     def leave(self, group_id: str, leaving: list[tuple[str, str | None]]) -> tuple[ErrorCode, list[ErrorCode]]:
+        consumer = self._live_consumer_group(group_id)
+        if consumer is not None:
+            errors = self.classic_members.leave(consumer, leaving)
+            self._dispatch()
+            return ErrorCode.NONE, errors
         result = self.coordinator.leave(group_id, leaving)
         self._dispatch()
         return result
@@ -245,8 +281,11 @@ class GroupRuntime:
         return result
 
     def _dispatch(self) -> None:
-        """Deliver the coordinator's answers, persist changed group records, re-arm the timer."""
-        for token, result in self.coordinator.take_replies():
+        """Move groups between the protocols, deliver the coordinators' answers, persist changed group
+        records, re-arm the timer."""
+        self._downgrade()
+        replies, self.consumers.replies = [*self.coordinator.take_replies(), *self.consumers.replies], []
+        for token, result in replies:
             if isinstance(token, asyncio.Future) and not token.done():
                 token.set_result(result)
         dirty, self.coordinator.dirty = self.coordinator.dirty, set()
@@ -263,6 +302,18 @@ class GroupRuntime:
             if entry is not None:
                 self._append_quietly(group_id, [entry])
         self._wake.set()
+
+    def _downgrade(self) -> None:
+        """Groups that became classic groups again (their last consumer-protocol member left) rebalance."""
+        upgraded, self.consumers.upgraded = self.consumers.upgraded, []
+        for group_id, members in upgraded:
+            log.info("group_upgraded_to_consumer", group=group_id, classic_members=members)
+        downgraded, self.consumers.downgraded = self.consumers.downgraded, set()
+        for group_id in downgraded:
+            holder = self.groups.get(group_id)
+            if holder is not None and holder.consumer is None:
+                log.info("group_downgraded_to_classic", group=group_id, members=len(holder.members))
+                self.coordinator.rebalance(holder, "the last member with the consumer protocol left")
 
     def _consumer_entry(self, group_id: str) -> Entry | None:
         """The group's consumer-group record, a tombstone if it no longer is one, None if nothing to write."""

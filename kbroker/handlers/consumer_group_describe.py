@@ -18,7 +18,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
-CONSUMER_MEMBER_TYPE = 1  # v1: -1 unknown, 0 classic, 1 consumer
+CLASSIC_MEMBER_TYPE, CONSUMER_MEMBER_TYPE = 0, 1  # v1: -1 unknown, 0 classic, 1 consumer
 
 
 @handles(ApiKey.CONSUMER_GROUP_DESCRIBE, "0-1")
@@ -93,7 +93,7 @@ def _describe(ctx: RequestContext, group_id: str, group: ConsumerGroup) -> dict[
                 "subscribed_topic_regex": m.subscribed_topic_regex,
                 "assignment": {"topic_partitions": _partitions(ctx, m.assigned)},
                 "target_assignment": {"topic_partitions": _partitions(ctx, group.target.get(m.member_id, {}))},
-                "member_type": CONSUMER_MEMBER_TYPE,
+                "member_type": CONSUMER_MEMBER_TYPE if m.classic is None else CLASSIC_MEMBER_TYPE,
             }
             for m in group.members.values()
         ],

@@ -6,6 +6,7 @@ Scenarios with real clients, on kbroker and Apache Kafka, are tests/compat/test_
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Callable
 from typing import Any
 
@@ -134,7 +135,7 @@ def test_two_members_reconcile_and_describe(raw: RawClient) -> None:
     assert {"group_id": group, "protocol_type": "consumer", "group_state": "Stable", "group_type": "consumer"} in listed
     classic = raw.call(ApiKey.DESCRIBE_GROUPS, 5, {"groups": [group], "include_authorized_operations": False})
     assert classic["groups"][0]["group_state"] == "Dead"
-    # a classic member cannot join a live consumer group
+    # a classic member may join a live consumer group (online migration): first it is given a member id
     join_body = {
         "group_id": group,
         "session_timeout_ms": 10000,
@@ -145,6 +146,8 @@ def test_two_members_reconcile_and_describe(raw: RawClient) -> None:
         "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"}],
         "reason": None,
     }
+    assert raw.call(ApiKey.JOIN_GROUP, 9, join_body)["error_code"] == E.MEMBER_ID_REQUIRED
+    join_body["protocol_type"] = "connect"  # not the consumer protocol: refused
     assert raw.call(ApiKey.JOIN_GROUP, 9, join_body)["error_code"] == E.INCONSISTENT_GROUP_PROTOCOL
     # a group with members cannot be deleted; once they left it can, offsets and all
     deleted = raw.call(ApiKey.DELETE_GROUPS, 2, {"groups_names": [group]})["results"][0]
@@ -252,3 +255,103 @@ def test_offsets_by_topic_id_v10(raw: RawClient) -> None:
     body = {"groups": [{**asked, "topics": None}], "require_stable": False}
     (every,) = raw.call(ApiKey.OFFSET_FETCH, 10, body)["groups"]
     assert [(t["topic_id"], [p["committed_offset"] for p in t["partitions"]]) for t in every["topics"]] == [(tid, [3])]
+
+
+def _subscription(topic: str, owned: list[int]) -> bytes:
+    """ConsumerProtocolSubscription v1: the topic, null user data, owned partitions."""
+    name = topic.encode()
+    out = struct.pack(">hi", 1, 1) + struct.pack(">h", len(name)) + name + struct.pack(">i", -1)
+    if not owned:
+        return out + struct.pack(">i", 0)
+    out += struct.pack(">i", 1) + struct.pack(">h", len(name)) + name + struct.pack(">i", len(owned))
+    return out + b"".join(struct.pack(">i", p) for p in owned)
+
+
+def _classic_join(raw: RawClient, group: str, member: str, topic: str, owned: list[int]) -> dict[str, Any]:
+    body = {
+        "group_id": group,
+        "session_timeout_ms": 10000,
+        "rebalance_timeout_ms": 10000,
+        "member_id": member,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocols": [{"name": "range", "metadata": _subscription(topic, owned)}],
+        "reason": None,
+    }
+    return raw.call(ApiKey.JOIN_GROUP, 9, body)
+
+
+def _classic_sync(raw: RawClient, group: str, member: str, generation: int) -> dict[str, Any]:
+    body = {
+        "group_id": group,
+        "generation_id": generation,
+        "member_id": member,
+        "group_instance_id": None,
+        "protocol_type": "consumer",
+        "protocol_name": "range",
+        "assignments": [],
+    }
+    return raw.call(ApiKey.SYNC_GROUP, 5, body)
+
+
+def _partitions(assignment: bytes) -> list[int]:
+    """The partitions of a one-topic ConsumerProtocolAssignment."""
+    (topics,) = struct.unpack_from(">i", assignment, 2)
+    if topics == 0:
+        return []
+    (length,) = struct.unpack_from(">h", assignment, 6)
+    (count,) = struct.unpack_from(">i", assignment, 8 + length)
+    return list(struct.unpack_from(f">{count}i", assignment, 12 + length))
+
+
+def _group_type(raw: RawClient, group: str) -> str:
+    listed = raw.call(ApiKey.LIST_GROUPS, 5, {"states_filter": [], "types_filter": []})["groups"]
+    return next(g["group_type"] for g in listed if g["group_id"] == group)
+
+
+def test_classic_member_in_a_consumer_group_over_the_wire_and_across_kill9(
+    start_broker: Callable[..., BrokerProcess],
+) -> None:
+    """Online migration: a classic member joins a consumer group (JoinGroup answered by the consumer group,
+    SyncGroup with its share in the consumer protocol), survives a broker kill -9 with its classic metadata,
+    and when the consumer-protocol member leaves the group is a classic group again, rebalancing."""
+    broker = start_broker()
+    topic, group = unique_topic(), unique_topic("g")
+    with RawClient(broker.bootstrap) as raw:
+        create_topic(raw, topic, 4)
+        tid = topic_id(raw, topic)
+        a = join(raw, group, "member-a", [topic])
+        assert a["member_epoch"] == 1 and len(a["assignment"]["topic_partitions"][0]["partitions"]) == 4
+        first = _classic_join(raw, group, "", topic, [])
+        assert first["error_code"] == E.MEMBER_ID_REQUIRED
+        member = first["member_id"]
+        joined = _classic_join(raw, group, member, topic, [])
+        assert joined["error_code"] == 0 and joined["leader"] == "" and joined["members"] == []
+        assert joined["protocol_type"] == "consumer" and joined["protocol_name"] == "range"
+        generation = joined["generation_id"]
+        # a still holds everything: b waits for what a gives up (nothing yet)
+        assert _partitions(_classic_sync(raw, group, member, generation)["assignment"]) == []
+        a = heartbeat(raw, group, "member-a", 1, topic_partitions=owned(a))
+        keep = a["assignment"]["topic_partitions"][0]["partitions"]
+        assert len(keep) == 2
+        a = heartbeat(raw, group, "member-a", 1, topic_partitions=[{"topic_id": tid, "partitions": keep}])
+        assert a["member_epoch"] == 2
+        beat = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}
+        assert raw.call(ApiKey.HEARTBEAT, 4, beat)["error_code"] == E.REBALANCE_IN_PROGRESS  # released: rejoin
+        joined = _classic_join(raw, group, member, topic, [])
+        generation = joined["generation_id"]
+        mine = _partitions(_classic_sync(raw, group, member, generation)["assignment"])
+        assert sorted(mine + keep) == [0, 1, 2, 3]
+        types = sorted(m["member_type"] for m in describe(raw, group)["members"])
+        assert types == [0, 1] and _group_type(raw, group) == "consumer"
+    broker.kill()
+    broker.start()
+    with RawClient(broker.bootstrap) as raw:
+        beat = {"group_id": group, "generation_id": generation, "member_id": member, "group_instance_id": None}
+        assert raw.call(ApiKey.HEARTBEAT, 4, beat)["error_code"] == 0  # still a classic member, same epoch
+        assert sorted(m["member_type"] for m in describe(raw, group)["members"]) == [0, 1]
+        assert heartbeat(raw, group, "member-a", -1)["error_code"] == 0
+        assert _group_type(raw, group) == "classic"
+        assert raw.call(ApiKey.HEARTBEAT, 4, beat)["error_code"] == E.REBALANCE_IN_PROGRESS
+        joined = _classic_join(raw, group, member, topic, mine)
+        assert joined["error_code"] == 0 and joined["leader"] == member and joined["generation_id"] == generation + 1

@@ -233,3 +233,65 @@ def test_killed_member_is_replaced_after_its_session(compat: Compat) -> None:
     finally:
         close_all(members[:2])
         separate.kill()
+
+
+def _group_type(compat: Compat, group: str) -> str:
+    """The group's type as ListGroups (v5) reports it: classic or consumer."""
+    from tests.process import RawClient
+
+    with RawClient(compat.bootstrap) as raw:
+        listed = raw.call(16, 5, {"states_filter": [], "types_filter": []})
+    types = {g["group_id"]: g["group_type"] for g in listed["groups"]}
+    return str(types.get(group))
+
+
+def _member_types(compat: Compat, group: str) -> list[int]:
+    """ConsumerGroupDescribe (v1): each member's type, 0 classic, 1 consumer, sorted."""
+    from tests.process import RawClient
+
+    with RawClient(compat.bootstrap) as raw:
+        described = raw.call(69, 1, {"group_ids": [group], "include_authorized_operations": False})
+    return sorted(m["member_type"] for m in described["groups"][0]["members"])
+
+
+def _restart(compat: Compat, members: list[Watched], index: int, config: MemberConfig) -> None:
+    """Roll one member: every member commits what it read, the member closes, its replacement starts with
+    another configuration (partitions that move resume from the commits)."""
+    for m in members:
+        m.member.commit()
+    members[index].member.close()
+    (members[index],) = open_members(compat, config, 1)
+    members[index].name = f"member{index}-{config.protocol}"
+
+
+@pytest.mark.timeout(300)
+def test_rolling_upgrade_to_the_consumer_protocol_and_back(compat: Compat) -> None:
+    """Online migration (KIP-848): two classic members are restarted one by one with group.protocol=consumer,
+    the group stays live (a mixed group meanwhile: the classic member is answered by the consumer group),
+    then rolled back one by one. After each step every record is read exactly once; the group's type is
+    consumer once the first member has moved, classic again once the last consumer-protocol member left."""
+    compat.need(**NEEDS)
+    topic = compat.setup_topic("cgroup-migrate", PARTITIONS)
+    group = unique("cgroup-migrate", compat)
+    classic = MemberConfig(group, topic, session_timeout_ms=compat.session_timeout_ms)
+    consumer = MemberConfig(group, topic, protocol="consumer")
+    members = open_members(compat, classic, 2)
+    try:
+        NeverShared(members).wait_balanced()
+        consume_round(compat, topic, members, "classic")
+        assert _group_type(compat, group) == "classic"
+        for index, step in ((0, "mixed"), (1, "consumer")):
+            _restart(compat, members, index, consumer)
+            NeverShared(members).wait_balanced()
+            consume_round(compat, topic, members, f"upgrade-{step}")
+            assert _group_type(compat, group) == "consumer", step
+            assert _member_types(compat, group) == ([0, 1] if step == "mixed" else [1, 1]), step
+        for index, step in ((0, "mixed-back"), (1, "classic-back")):
+            _restart(compat, members, index, classic)
+            NeverShared(members).wait_balanced()
+            consume_round(compat, topic, members, f"rollback-{step}")
+            if step == "mixed-back":
+                assert _group_type(compat, group) == "consumer" and _member_types(compat, group) == [0, 1]
+        assert _group_type(compat, group) == "classic"
+    finally:
+        close_all(members)
