@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import enum
 import struct
+from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -351,6 +352,50 @@ def parse_end_transaction_value(value: bytes | None) -> tuple[int, int]:
 # As Kafka's DefaultRecord.readFrom: any negative key or value length is null,
 # header keys are not checked for UTF-8 (Java replaces malformed bytes), and
 # the fields must end exactly where the record's length says.
+
+
+def record_positions(data: bytes, count: int) -> array[int]:
+    """Where each of a records section's `count` records starts, then where the last ends (count + 1
+    positions), from the records' length prefixes alone (no field is decoded). Raises
+    InvalidRecordError unless the prefixes frame `data` exactly."""
+    if count < 0:
+        raise InvalidRecordError(f"negative record count {count}")
+    positions = array("I", bytes(4 * (count + 1)))  # a records section is below 4 GiB (MAX_DECOMPRESSED_SIZE)
+    position, end = 0, len(data)
+    for i in range(count):
+        positions[i] = position
+        if position >= end:
+            raise InvalidRecordError(f"the batch says {count} records, the data ends after {i}")
+        first = data[position]
+        if first < 0x80:  # a record under 64 bytes: a one-byte length
+            length = (first >> 1) ^ -(first & 1)
+            position += 1
+        else:
+            try:
+                length, position = read_varint(data, position)
+            except DecodeError as error:
+                raise InvalidRecordError(f"malformed record length: {error}") from None
+        if length < 1 or length > end - position:
+            raise InvalidRecordError(f"invalid record length {length} with {end - position} bytes left")
+        position += length
+    positions[count] = position
+    if position != end:
+        raise InvalidRecordError(f"{end - position} bytes remain after the batch's {count} records")
+    return positions
+
+
+def read_record(
+    data: bytes, position: int, end: int, base_offset: int, base_timestamp: int, append_time: int | None
+) -> Record:
+    """The one record at `position` of a records section, which must end at `end` (a position from
+    record_positions); `append_time`: the batch's max timestamp when it is LogAppendTime, else None."""
+    try:
+        record, record_end = _read_record(data, position, end, base_offset, base_timestamp, append_time)
+    except DecodeError as error:
+        raise InvalidRecordError(f"malformed record: {error}") from None
+    if record_end != end:
+        raise InvalidRecordError(f"record at {position} ends at {record_end}, not {end}")
+    return record
 
 
 def _read_nullable_bytes(data: bytes, position: int, end: int) -> tuple[bytes | None, int]:

@@ -96,6 +96,19 @@ class FileRegion:
             raise KafkaStorageError(f"short read: {len(data)} of {self.size} bytes")
         return data
 
+    def head(self, size: int) -> bytes:
+        """The first `size` bytes (at most the region's), with one pread: a batch header, say."""
+        size = min(size, self.size)
+        if self.data is not None:
+            return self.data[:size]
+        try:
+            data = os.pread(self.fd, size, self.position)
+        except OSError as error:
+            raise KafkaStorageError(f"read failed: {error}") from error
+        if len(data) != size:
+            raise KafkaStorageError(f"short read: {len(data)} of {size} bytes")
+        return data
+
 
 @dataclass(slots=True)
 class LogReadResult:

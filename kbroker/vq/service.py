@@ -33,18 +33,18 @@ from kbroker.group.store import encode_batches, read_partition
 from kbroker.log import AppendOrigin, KafkaStorageError, TopicExistsError
 from kbroker.log.checkpoint import write_atomically
 from kbroker.log.coordinator_log import CoordinatorLog
-from kbroker.vq.batch_cache import BatchCache, DecodedBatch
+from kbroker.vq.batch_cache import BatchCache, BatchKey, BatchRecords
 from kbroker.vq.index import CheckpointError, QueueIndex
 from kbroker.vq.positions import Ack, Positions, encode_key, encode_value
 from kbroker.vq.records import QueueRecord, deliverable
 from protocol.errors import InvalidRecordError
 from protocol.partitioner import partition_for_key
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import RecordBatch, iter_batches
+from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT, Record, RecordBatch, iter_batches
 
 if TYPE_CHECKING:
     from kbroker.log import LogManager, UnifiedLog
-    from kbroker.log.partition_log import AppendInfo
+    from kbroker.log.partition_log import AppendInfo, FileRegion
     from kbroker.log.txn_index_file import AbortedTxn
 
 log = structlog.get_logger(__name__)
@@ -52,7 +52,7 @@ log = structlog.get_logger(__name__)
 CHECKPOINT_FILE = "vq-index.checkpoint"
 SCAN_CHUNK_BYTES = 4 * 1024 * 1024
 READ_BYTES = 16 * 1024  # a sparse queue reads one batch per record; a dense one a few at a time
-CACHED_RECORDS = 20_000  # decoded records of recently read batches (batch_cache.py)
+CACHED_BYTES = 32 * 1024 * 1024  # records sections and positions of recently read batches (batch_cache.py)
 POSITIONS_CONFIGS = {"cleanup.policy": "compact", "segment.bytes": str(16 * 1024 * 1024)}
 
 
@@ -100,7 +100,7 @@ class VirtualQueues:
         self.index: QueueIndex | None = None  # None until the data topic exists
         self.checkpoint_path = Path(logs.data_dir) / CHECKPOINT_FILE
         self._task: asyncio.Task[None] | None = None
-        self.batches: BatchCache[QueueRecord] = BatchCache(CACHED_RECORDS)
+        self.batches = BatchCache(CACHED_BYTES)
         self._writing: asyncio.Future[None] | None = None
         self._checkpointed: object = None  # what the last checkpoint covered (skip writing it again)
 
@@ -312,13 +312,13 @@ class VirtualQueues:
         return ReadResult(partition, ready, next_offset, blocked)
 
     def _fetch(self, unified: UnifiedLog, offsets: list[int]) -> Iterator[tuple[int, QueueRecord | None]]:
-        """(offset, record) for `offsets` (ascending), decoding only the batches that hold them; the record
-        is None for one of an aborted transaction, or gone (retention)."""
+        """(offset, record) for `offsets` (ascending), decoding only those records; the record is None for
+        one of an aborted transaction, or gone (retention)."""
         at, count = 0, len(offsets)
         aborted: list[AbortedTxn] | None = None
         while at < count:
             before = at
-            for batch in iter_batches(unified.read(offsets[at], READ_BYTES).read()):
+            for batch in self._batches(unified.partition, unified.read(offsets[at], READ_BYTES).region):
                 if batch.is_control or batch.last_offset < offsets[at]:
                     continue
                 if batch.is_transactional:
@@ -327,9 +327,10 @@ class VirtualQueues:
                     skip = _aborted(batch.producer_id, batch.base_offset, aborted)
                 else:
                     skip = False
-                decoded = self._decoded(unified.partition, batch)
+                records = None if skip else self._records(batch)
                 while at < count and offsets[at] <= batch.last_offset:
-                    yield offsets[at], None if skip else decoded.get(offsets[at])
+                    record = None if records is None else records.get(offsets[at])
+                    yield offsets[at], None if record is None else _queue_record(record)
                     at += 1
                 if at >= count:
                     break
@@ -337,14 +338,32 @@ class VirtualQueues:
                 yield offsets[at], None  # gone (retention)
                 at += 1
 
-    def _decoded(self, partition: int, batch: RecordBatch) -> DecodedBatch[QueueRecord]:
-        key = (self.index.topic_id if self.index else b"", partition, batch.base_offset)
-        decoded = self.batches.get(key)
-        if decoded is None:
-            records = [QueueRecord(r.offset, r.timestamp, r.value, tuple(r.headers)) for r in batch.records()]
-            decoded = DecodedBatch([r.offset for r in records], records)
-            self.batches.put(key, decoded)
-        return decoded
+    def _batches(self, partition: int, region: FileRegion | None) -> Iterator[_Batch]:
+        """The batches of a log read, from its first: when that one is cached, it alone and nothing more
+        is read from the file than its header; otherwise all of them, read."""
+        if region is None:
+            return
+        topic_id = self.index.topic_id if self.index is not None else b""
+        head = region.head(HEADER_SIZE)
+        if len(head) == HEADER_SIZE:
+            base, length, _, _, crc, attributes, delta, _, _, producer_id, _, _, _ = HEADER.unpack(head)
+            key = (topic_id, partition, base, length, crc)
+            cached = self.batches.get(key)
+            if cached is not None:
+                yield _Batch(key, base, base + delta, attributes, producer_id, cached, None)
+                return
+        for batch in iter_batches(region.read()):
+            key = (topic_id, partition, batch.base_offset, batch.batch_length, batch.crc)
+            yield _Batch(key, batch.base_offset, batch.last_offset, batch.attributes, batch.producer_id, None, batch)
+
+    def _records(self, batch: _Batch) -> BatchRecords:
+        if batch.records is None:
+            assert batch.batch is not None
+            batch.records = self.batches.get(batch.key)
+            if batch.records is None:
+                batch.records = BatchRecords(batch.batch)
+                self.batches.put(batch.key, batch.records)
+        return batch.records
 
     # -- positions ------------------------------------------------------------------------
     async def ack(self, queue: str, consumer: str, offset: int, *, allow_rewind: bool) -> Ack:
@@ -409,6 +428,31 @@ class VirtualQueues:
         if self.index is not None:
             names.update(q for _, q in self.index.queues())
         return sorted(n for n in names if n.startswith(prefix))
+
+
+@dataclass(slots=True)
+class _Batch:
+    """A batch of a log read: its header's facts, its records once cached or read."""
+
+    key: BatchKey
+    base_offset: int
+    last_offset: int
+    attributes: int
+    producer_id: int
+    records: BatchRecords | None
+    batch: RecordBatch | None  # the bytes, when read
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & CONTROL_BIT)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & TRANSACTIONAL_BIT)
+
+
+def _queue_record(record: Record) -> QueueRecord:
+    return QueueRecord(record.offset, record.timestamp, record.value, tuple(record.headers))
 
 
 def _aborted(producer_id: int, base_offset: int, aborted: list[AbortedTxn]) -> bool:

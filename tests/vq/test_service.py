@@ -10,10 +10,12 @@ import pytest
 
 from kbroker.log import AppendOrigin, LogManager
 from kbroker.vq import QueueNotFound, VirtualQueues, VqConfig
+from kbroker.vq.batch_cache import BatchCache
 from kbroker.vq.index import QueueIndex
 from kbroker.vq.positions import StaleAck
+from protocol import compression
 from protocol.record_builder import SimpleRecord, build_record_batch
-from protocol.records import RecordBatch
+from protocol.records import Header, RecordBatch
 
 CONFIG = VqConfig(topic="vq-data", partitions=3, positions_topic="__vq_positions", checkpoint_interval_ms=3_600_000)
 
@@ -132,6 +134,47 @@ def test_delayed_records_with_a_fake_clock(tmp_path: Path) -> None:
         now[0] += 1
         due = queues.read("q", 0, 10)
         assert [r.value for r in due.records] == [b"first", b"later", b"behind"] and due.blocked_until is None
+        await stopped(logs, queues)
+
+    asyncio.run(run())
+
+
+def test_reads_jumping_between_large_compressed_batches(tmp_path: Path) -> None:
+    """Queues packed by thousands in lz4 batches, read one after the other across partitions: each answer is the
+    queue's own record, whether its batch is cached (read from the file: its header only) or not (the cache
+    too small for even one: every read decodes afresh)."""
+
+    async def run() -> None:
+        logs, queues = await started(tmp_path)
+        queues.ensure_topic()
+        names = [f"tenant-{i:05d}" for i in range(6000)]
+        by_partition: dict[int, list[SimpleRecord]] = {}
+        for i, name in enumerate(names):
+            record = SimpleRecord(name.encode(), f"job {i}".encode(), [("n", str(i).encode())], 1000 + i)
+            by_partition.setdefault(queues.partition_of(name), []).append(record)
+        batches = 0
+        for partition, records in by_partition.items():
+            for start in range(0, len(records), 700):
+                unified = logs.get_partition(CONFIG.topic, partition)
+                assert unified is not None
+                data = build_record_batch(
+                    records[start : start + 700], partition_leader_epoch=0, compression_type=compression.LZ4
+                )
+                unified.append_as_leader(RecordBatch(bytearray(data)), AppendOrigin.CLIENT)
+                batches += 1
+
+        def read_all() -> None:
+            for i in [*range(0, 6000, 7), *range(5999, 0, -13)]:  # forwards and back, across every batch
+                (record,) = queues.read(names[i], 0, 10).records
+                assert (record.value, record.timestamp, record.headers) == (f"job {i}".encode(), 1000 + i,
+                                                                           (Header("n", str(i).encode()),))  # fmt: skip
+
+        read_all()
+        assert len(queues.batches) == batches  # each batch decompressed and walked once, then kept
+        assert 0 < queues.batches.bytes < 64 * 6000  # the records as encoded, 4 bytes of position each
+        queues.batches = BatchCache(max_bytes=1)  # no room even for one (kept alone, replaced by the next)
+        read_all()
+        assert len(queues.batches) == 1
         await stopped(logs, queues)
 
     asyncio.run(run())
