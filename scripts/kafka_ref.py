@@ -173,10 +173,13 @@ class KafkaRef:
         *,
         listeners: dict[str, str] | None = None,
         properties: dict[str, str] | list[str] | None = None,
+        scram_users: list[tuple[str, str, str]] | None = None,
     ) -> None:
         """`listeners`: more client listeners, name -> security protocol, each on a free port
         (`listener_ports[name]`); `properties`: more server.properties, as name -> value or as lines
-        (e.g. log.cleaner.backoff.ms)."""
+        (e.g. log.cleaner.backoff.ms); `scram_users`: (mechanism, user, password) SCRAM credentials
+        written when the storage is formatted (`kafka-storage format --add-scram`, KIP-900), so they
+        exist before the first client connects."""
         self.port = port or free_port()
         self.extra_listeners = dict(listeners or {})
         self.listener_ports = {name: free_port() for name in self.extra_listeners}
@@ -184,6 +187,7 @@ class KafkaRef:
             self.extra_properties = [f"{name}={value}" for name, value in properties.items()]
         else:
             self.extra_properties = list(properties or [])
+        self.scram_users = list(scram_users or [])
         self.controller_port = free_port()
         self.version = version
         self.log_path = log_path
@@ -243,8 +247,13 @@ class KafkaRef:
         config = self._workdir / "server.properties"
         config.write_text(self._properties(log_dir))
         cluster_id = _cluster_id()
+        scram = [
+            arg
+            for mechanism, user, password in self.scram_users
+            for arg in ("--add-scram", f"{mechanism}=[name={user},password={password}]")
+        ]
         subprocess.run(
-            self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config)),
+            self._java("kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", "-c", str(config), *scram),
             check=True,
             stdout=subprocess.DEVNULL,
         )
@@ -261,6 +270,8 @@ class KafkaRef:
         out.close()
         try:
             wait_for_port("127.0.0.1", self.port, timeout, self.process)
+            for port in self.listener_ports.values():
+                wait_for_port("127.0.0.1", port, timeout, self.process)
         except BaseException:
             self.stop()
             raise
