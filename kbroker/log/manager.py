@@ -231,15 +231,10 @@ class LogManager:
 
     def partition_counts(self) -> dict[Path, int]:
         """How many partitions each data directory holds (offline ones included)."""
-        counts = Counter({d: 0 for d in self.log_dirs})
-        counts.update(unified.local.directory.parent for unified in self._logs.values())
-        counts.update(self._offline_dirs.values())
-        return dict(counts)
+        return dict(self._placed)
 
     def _next_log_dir(self) -> Path:
         """Where a new partition goes: the directory with the fewest partitions, the first on a tie."""
-        if len(self.log_dirs) == 1:
-            return self.log_dirs[0]
         return min(self.log_dirs, key=lambda d: self._placed[d])
 
     def _load_topics(self, deleting: set[str]) -> None:
