@@ -246,10 +246,13 @@ class ScramServer:
         attributes = _attributes(without_proof)
         if not proof_part:
             raise ScramFailure("Invalid SCRAM client final message")
-        # Kafka accepts a nonce that ends with the combined nonce (ScramSaslServer): librdkafka 2.0 sends
-        # its own nonce again in front of it.
-        if not attributes.get("r", "").endswith(self._nonce):
-            raise ScramFailure("Invalid client nonce in the final client message.")
+        # exactly the nonce the server sent (RFC 5802), as Kafka 4.3's ScramSaslServer checks it: older Kafka
+        # took any nonce ending with it, and librdkafka 2.0 (Debian's kcat) relies on that, sending its own
+        # nonce again in front; Kafka 4.3 refuses it, and so does kbroker
+        if attributes.get("r") != self._nonce:  # Kafka answers its generic message for it, and so does kbroker
+            raise ScramFailure(
+                f"Authentication failed during authentication due to invalid credentials with SASL mechanism {self.mechanism}"
+            )
         if attributes.get("c") != base64.b64encode(self._gs2_header.encode()).decode():
             raise ScramFailure("Invalid SCRAM client final message: channel binding does not match")
         try:

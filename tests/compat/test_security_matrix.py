@@ -17,7 +17,10 @@ configured the same way. scripts/compat_vs_kafka --security compares both, cell 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 from collections.abc import Iterator
+from functools import cache
 
 import pytest
 
@@ -58,7 +61,20 @@ def test_round_trip(
     matrix: Matrix, drivers: dict[str, Client | str], client: str, protocol: str, mechanism: str | None
 ) -> None:
     seen = outcome(matrix, client, drivers, matrix.secured(protocol, mechanism))
+    if client == "kcat" and (mechanism or "").startswith("SCRAM") and _kcat_librdkafka().startswith("2.0."):
+        # librdkafka 2.0 repeats its nonce in the SCRAM client-final message: Apache Kafka 4.3.1 refuses it
+        # (scripts/compat_vs_kafka --security), and so does kbroker (docs/security.md)
+        assert seen.kind == AUTHENTICATION, seen
+        return
     assert seen.kind == DELIVERED, seen
+
+
+@cache
+def _kcat_librdkafka() -> str:
+    if shutil.which("kcat") is None:
+        return ""
+    version = subprocess.run(["kcat", "-V"], capture_output=True, text=True, timeout=10).stdout
+    return version.split("librdkafka ", 1)[1].split()[0] if "librdkafka " in version else ""
 
 
 @pytest.mark.parametrize("client", CLIENTS)
