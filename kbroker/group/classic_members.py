@@ -93,16 +93,7 @@ class ClassicMembers:
             return static
         if request.member_id:
             raise ClassicMemberError(E.FENCED_INSTANCE_ID)
-        # the static member comes back under a new member id: it takes over its predecessor's partitions
-        target = group.target.get(static.member_id)
-        group.remove(static.member_id)
-        static.member_id = member_id
-        static.member_epoch = static.previous_member_epoch = 0
-        static.state = MemberState.STABLE
-        group.add(static)
-        if target is not None:
-            group.target[member_id] = target
-        return static
+        return group.replace_static(static, member_id)
 
     # -- SyncGroup -----------------------------------------------------------------------
     def sync(self, group: ConsumerGroup, request: SyncRequest) -> SyncResult:

@@ -296,17 +296,8 @@ class ConsumerGroupCoordinator:
                     f"Static member {member_id} with instance id {instance_id} cannot join the group because "
                     f"the instance id is owned by {existing.member_id} member.",
                 )
-            # the static member is back: the new incarnation takes over its partitions, from epoch 0
-            target = group.target.get(existing.member_id)
-            group.remove(existing.member_id)
-            existing.member_id = member_id
-            existing.member_epoch = existing.previous_member_epoch = 0
-            existing.state = MemberState.STABLE
-            group.add(existing)
-            if target is not None:
-                group.target[member_id] = target
             self.dirty.add(group.group_id)
-            return existing
+            return group.replace_static(existing, member_id)
         if existing is None:
             raise HeartbeatError(E.UNKNOWN_MEMBER_ID, f"Instance id {instance_id} is unknown.")
         if existing.member_id != member_id:

@@ -124,6 +124,19 @@ class ConsumerGroup:
         self.target.pop(member_id, None)
         return member
 
+    def replace_static(self, member: ConsumerMember, member_id: str) -> ConsumerMember:
+        """A static member back under a new member id (KIP-345): the new incarnation takes over its
+        predecessor's partitions and target assignment, from epoch 0."""
+        target = self.target.get(member.member_id)
+        self.remove(member.member_id)
+        member.member_id = member_id
+        member.member_epoch = member.previous_member_epoch = 0
+        member.state = MemberState.STABLE
+        self.add(member)
+        if target is not None:
+            self.target[member_id] = target
+        return member
+
     def static_member(self, instance_id: str) -> ConsumerMember | None:
         member_id = self.static_members.get(instance_id)
         return None if member_id is None else self.members.get(member_id)
