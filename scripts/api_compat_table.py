@@ -6,7 +6,7 @@
 .venv/bin/python scripts/api_compat_table.py --record HOST:PORT   # print a Kafka broker's ApiVersions as data
 
 kbroker's side comes from its handler registry (what ApiVersions advertises). Kafka's side is
-KAFKA_4_3 below: the ApiVersions answer of a reference Apache Kafka 4.3.1 (scripts/kafka_ref.py, one
+KAFKA_4_3 below: the ApiVersions answer of a reference Apache Kafka 4.3.1 (tests/kafka_ref.py, one
 KRaft node, its client listener) recorded with --record; keys its client listener does not advertise
 (controller-only and inter-broker APIs) are listed with "-".
 """
@@ -149,7 +149,7 @@ def rewrite(text: str) -> str:
 
 
 def record(bootstrap: str) -> str:
-    from tests.compat.apiversions import advertised_apis
+    from tests.compat.clients.apiversions import advertised_apis
 
     return repr(dict(sorted(advertised_apis(bootstrap).items())))
 

@@ -2,7 +2,7 @@
 """Apache Kafka's broker and topic configs, captured from a reference Kafka, and the table of those kbroker
 accepts without acting on them (docs/compatibility.md).
 
-.venv/bin/python scripts/kafka_config_table.py capture   # start Kafka 4.3.1 (scripts/kafka_ref.py), ask it
+.venv/bin/python scripts/kafka_config_table.py capture   # start Kafka 4.3.1 (tests/kafka_ref.py), ask it
                                                           # DescribeConfigs for its broker and a new topic,
                                                           # rewrite kbroker/kafka_configs.py
 .venv/bin/python scripts/kafka_config_table.py            # print the accepted-but-ignored table
@@ -51,9 +51,7 @@ def _default(config: dict[str, Any]) -> str | None:
 
 def capture() -> str:
     sys.path.insert(0, str(ROOT))
-    sys.path.insert(0, str(ROOT / "scripts"))
-    from kafka_ref import KAFKA_VERSION, KafkaRef
-
+    from tests.kafka_ref import KAFKA_VERSION, KafkaRef
     from tests.process import RawClient
 
     with KafkaRef() as kafka, RawClient(kafka.bootstrap) as raw:

@@ -1,7 +1,7 @@
 """The compose files as Docker Compose reads them.
 
 There is no container engine where these tests run, so the tests that run kbroker with a compose file's
-environment (tests/test_compose.py, tests/compat/test_security_compose.py) read the `environment:` block
+environment (tests/test_compose.py, tests/compat/scenarios/test_security_compose.py) read the `environment:` block
 themselves. Here `docker-compose config` (Compose's own parser and schema check, which needs no engine)
 resolves each file, and what it resolves must be what those tests ran: the same variables with the same
 values, the ports the advertised listeners promise published, the TLS directory mounted where the
@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from tests import test_compose
-from tests.compat import test_security_compose
+from tests.compat.scenarios import test_security_compose
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -570,7 +570,7 @@ def test_the_log_layer_accepts_every_topic_default() -> None:
     assert (log_config.retention_ms, log_config.segment_bytes, log_config.fsync_before_ack) == (3600000, 1048576, True)
 
 
-# Apache Kafka 4.3.1 started with each of these (scripts/kafka_ref.py, one node): the accepted ones start, the
+# Apache Kafka 4.3.1 started with each of these (tests/kafka_ref.py, one node): the accepted ones start, the
 # rejected ones stop in KafkaConfig.validateValues, which checks the values derived from the synonyms.
 @pytest.mark.parametrize(
     ("props", "retention_ms"),

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,18 +24,13 @@ from typing import Any
 
 import pytest
 
-from tests.process import REPO, BrokerProcess, free_port
+from tests.process import BrokerProcess, free_port
 
 if not shutil.which("java"):
     pytest.skip("Apache Kafka and its tools need java", allow_module_level=True)
 
+from tests.kafka_ref import KafkaRef  # noqa: E402
 from tests.tools.test_kafka_tools import ToolJvm, classpath  # noqa: E402,F401 - classpath is a fixture
-
-sys.path.insert(0, str(REPO / "scripts"))
-try:
-    from kafka_ref import KafkaRef
-finally:
-    sys.path.remove(str(REPO / "scripts"))
 
 ACL_COMMAND = "org.apache.kafka.tools.AclCommand"
 JAAS = (

@@ -1,7 +1,7 @@
 """Log compaction seen by real clients: confluent-kafka writes a compacted topic with many updates per
 key and tombstones, the cleaner runs (short settings), and a consumer from offset 0 sees each live
 key's last value at its original offset, tombstones until `delete.retention.ms` has passed, then not.
-The same scenario runs against Apache Kafka (scripts/kafka_ref.py) and both give the same records.
+The same scenario runs against Apache Kafka (tests/kafka_ref.py) and both give the same records.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def test_compressed_batches_are_rewritten_in_their_codec_and_clients_read_them(
 def kafka() -> Iterator[Any]:
     if shutil.which("java") is None:
         pytest.skip("java is needed for the reference Apache Kafka")
-    from scripts.kafka_ref import KafkaRef
+    from tests.kafka_ref import KafkaRef
 
     with KafkaRef(properties=CLEANER_SETTINGS) as ref:
         yield ref

@@ -1,5 +1,5 @@
 """Kafka Connect in distributed mode (Apache Kafka's own runtime and FileStreamSource connector, built
-by scripts/install_clients into tests/compat/drivers/streams/target/deps) keeps its configs, source
+by scripts/install_clients into tests/compat/clients/drivers/streams/target/deps) keeps its configs, source
 offsets and statuses in compacted topics on kbroker: the cleaner compacts the offsets topic while a
 source connector runs, and a restarted worker resumes from the stored offset (every line of the file
 reaches the topic exactly once).
@@ -22,7 +22,7 @@ import pytest
 from tests.broker.test_compaction import create_compacted_topic, kbroker_args, read_all
 from tests.process import BrokerProcess, free_port
 
-DEPS = Path(__file__).resolve().parent.parent / "compat" / "drivers" / "streams" / "target" / "deps"
+DEPS = Path(__file__).resolve().parent.parent / "compat" / "clients" / "drivers" / "streams" / "target" / "deps"
 INTERNAL = {"cleanup.policy": "compact", "segment.ms": "500", "min.cleanable.dirty.ratio": "0.01"}
 
 

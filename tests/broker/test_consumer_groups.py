@@ -1,7 +1,7 @@
 """Consumer-protocol groups (KIP-848) over the raw protocol against a real kbroker: heartbeats, describe,
 commits with member epochs, list/describe of group types, the classic/consumer namespace, and kill -9.
 
-Scenarios with real clients, on kbroker and Apache Kafka, are tests/compat/test_consumer_groups.py.
+Scenarios with real clients, on kbroker and Apache Kafka, are tests/compat/scenarios/test_consumer_groups.py.
 """
 
 from __future__ import annotations

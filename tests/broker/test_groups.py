@@ -4,7 +4,7 @@ Every test uses its own group and topic names, so the module's broker is shared.
 Restart tests start their own broker on their own data directory.
 
 With KBROKER_BOOTSTRAP=host:port the shared tests run against that broker instead, to
-check that they encode Apache Kafka's behaviour (`scripts/kafka_ref.py exec -- .venv/bin/python
+check that they encode Apache Kafka's behaviour (`tests/kafka_ref.py exec -- .venv/bin/python
 -m pytest tests/broker/test_groups.py`); tests that need a kbroker of their own are skipped.
 """
 

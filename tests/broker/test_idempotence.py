@@ -336,8 +336,8 @@ def test_kill_9_during_a_long_idempotent_run_loses_and_duplicates_nothing(tmp_pa
 def test_clients_idempotent_by_default_with_acks_all(
     broker: BrokerProcess, raw: RawClient, topic: str, client_name: str
 ) -> None:
-    from tests.compat.clients import Record as ClientRecord
-    from tests.compat.registry import FACTORIES
+    from tests.compat.clients.adapter import Record as ClientRecord
+    from tests.compat.clients.registry import FACTORIES
 
     client = FACTORIES[client_name]()
     if isinstance(client, str):

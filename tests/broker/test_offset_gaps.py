@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import sys
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ from kbroker.log.manager import LogManager
 from kbroker.log.segment import segment_name
 from protocol.record_builder import SimpleRecord, build_record_batch
 from protocol.records import RecordBatch
-from tests.process import REPO, BrokerProcess
+from tests.process import BrokerProcess
 
 TOPIC = "gappy"
 # (segment base offset, [(batch base offset, record count)]): gaps inside segments, between
@@ -144,11 +143,8 @@ def test_apache_kafka_serves_gaps_the_same_way() -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import KafkaRef
+
     topic = "compacted"
     configs = {
         "cleanup.policy": "compact",

@@ -12,7 +12,6 @@ shorter than its 11 s period measures evenly (tests/quota/test_rate.py shows bot
 from __future__ import annotations
 
 import shutil
-import sys
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -25,7 +24,7 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from tests.broker.conftest import unique_topic
-from tests.process import REPO, BrokerProcess, RawClient
+from tests.process import BrokerProcess, RawClient
 
 QUOTA = 1_048_576  # bytes per second
 PROPERTIES = ["quota.window.num=2", "quota.window.size.seconds=1"]
@@ -37,11 +36,8 @@ RUN_S, FROM_S, TO_S = 13.0, 2.0, 12.0
 def brokers(tmp_path: Path) -> Iterator[dict[str, str]]:
     if not shutil.which("java"):
         pytest.skip("Apache Kafka needs java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import KafkaRef
+
     args = [a for line in PROPERTIES for a in ("--config", line)]
     kafka = KafkaRef(properties=PROPERTIES)
     with ThreadPoolExecutor(1) as pool:

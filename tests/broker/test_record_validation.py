@@ -4,7 +4,7 @@ Every batch here is built by hand, with a valid CRC and broken records: a count 
 lies, a varint that never ends, a compression flag on plain bytes, a truncated compressed payload, a
 decompression bomb, timestamps out of range both ways, a record without a key on a compacted topic, a
 partition named twice in one request. Each scenario runs against a kbroker process and against the
-reference Apache Kafka 4.3.1 (scripts/kafka_ref.py; those runs are skipped when Java is missing) and
+reference Apache Kafka 4.3.1 (tests/kafka_ref.py; those runs are skipped when Java is missing) and
 asserts the same answer: the error code, which records are named, nothing appended, and a real consumer
 (confluent-kafka) of that partition reading the good batches around the refused one.
 """
@@ -26,7 +26,7 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 from protocol.primitives import write_varint
 from protocol.record_builder import SimpleRecord, build_record_batch
-from scripts.kafka_ref import KafkaRef, kafka_home
+from tests.kafka_ref import KafkaRef, kafka_home
 from tests.process import BrokerProcess, RawClient
 from tests.protocol.records_helpers import batch_with_body, raw_record, zigzag
 

@@ -259,18 +259,12 @@ def test_kafka_configs_tool_adds_scram_users(scram_broker: tuple[BrokerProcess, 
     """Kafka's own kafka-configs (ConfigCommand) manages SCRAM users against kbroker."""
     import shutil
     import subprocess
-    import sys
-
-    from tests.process import REPO
 
     broker, sasl = scram_broker
     if not shutil.which("java"):
         pytest.skip("Kafka's tools need java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import ensure_jars
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import ensure_jars
+
     libs = ensure_jars()
     result = subprocess.run(
         ["java", "-cp", f"{libs}/*", "kafka.admin.ConfigCommand", "--bootstrap-server", broker.bootstrap,
@@ -288,17 +282,11 @@ def test_java_admin_client_over_mutual_tls_and_sasl_ssl_scram(tmp_path: Path, ce
     authenticates with it over SASL_SSL; a wrong password is Java's SaslAuthenticationException."""
     import shutil
     import subprocess
-    import sys
-
-    from tests.process import REPO
 
     if not shutil.which("java"):
         pytest.skip("Kafka's tools need java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import ensure_jars
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import ensure_jars
+
     libs = ensure_jars()
     plain, tls, sasl_ssl = free_port(), free_port(), free_port()
     broker = BrokerProcess(

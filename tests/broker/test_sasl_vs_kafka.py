@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ import pytest
 
 from protocol.api_keys import ApiKey
 from tests.broker.conftest import unique_topic
-from tests.process import REPO, BrokerProcess, RawClient, free_port
+from tests.process import BrokerProcess, RawClient, free_port
 
 JAAS_PLAIN = (
     "org.apache.kafka.common.security.plain.PlainLoginModule required "
@@ -52,11 +51,8 @@ def kbroker(tmp_path: Path) -> Iterator[tuple[int, int]]:
 def kafka(tmp_path: Path) -> Iterator[tuple[int, int]]:
     if not shutil.which("java"):
         pytest.skip("Apache Kafka needs java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import KafkaRef
+
     with KafkaRef(listeners={"SASL_PLAINTEXT": "SASL_PLAINTEXT"}, properties=PROPERTIES) as ref:
         yield ref.port, ref.listener_ports["SASL_PLAINTEXT"]
 

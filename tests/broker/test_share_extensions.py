@@ -1,6 +1,6 @@
 """kbroker's share-group extensions over the raw protocol against a real kbroker: a waiting ShareFetch is woken
 when a delayed record becomes due; delayed records pending across kill -9 are delivered once due, at their time,
-and never before. Scenarios with real share consumers are tests/compat/test_share_extensions.py."""
+and never before. Scenarios with real share consumers are tests/compat/scenarios/test_share_extensions.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Share groups over the raw protocol against a real kbroker: sessions, acknowledgement errors, and
 kill -9 during consumption (acknowledged records never come back; acquired ones do).
 
-Scenarios with real share consumers, on kbroker and Apache Kafka, are tests/compat/test_share_groups.py.
+Scenarios with real share consumers, on kbroker and Apache Kafka, are tests/compat/scenarios/test_share_groups.py.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A Kafka Streams word count (Kafka's own kafka-streams jar, tests/compat/drivers/streams) keeps its
+"""A Kafka Streams word count (Kafka's own kafka-streams jar, tests/compat/clients/drivers/streams) keeps its
 state store in a compacted changelog topic on kbroker: the cleaner bounds the changelog while the
 application runs, and an instance that lost its local state restores the store from the cleaned
 changelog (offsets with gaps) and counts on from the right totals.
@@ -24,7 +24,7 @@ import pytest
 from tests.broker.test_compaction import create_compacted_topic, kbroker_args, produce, read_all
 from tests.process import BrokerProcess
 
-STREAMS = Path(__file__).resolve().parent.parent / "compat" / "drivers" / "streams" / "target"
+STREAMS = Path(__file__).resolve().parent.parent / "compat" / "clients" / "drivers" / "streams" / "target"
 WORDS = [f"word{i}" for i in range(12)]
 
 

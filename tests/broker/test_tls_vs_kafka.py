@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import shutil
-import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,7 +23,7 @@ import pytest
 
 from tests.broker.conftest import unique_topic
 from tests.broker.tls_support import Certificates, make_certificates
-from tests.process import REPO, BrokerProcess, free_port
+from tests.process import BrokerProcess, free_port
 
 
 def properties(certs: Certificates) -> list[str]:
@@ -54,11 +53,8 @@ def kbroker(tmp_path: Path, certs: Certificates) -> Iterator[int]:
 def kafka(tmp_path: Path, certs: Certificates) -> Iterator[int]:
     if not shutil.which("java"):
         pytest.skip("Apache Kafka needs java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import KafkaRef
+
     with KafkaRef(listeners={"SSL": "SSL"}, properties=properties(certs)) as ref:
         yield ref.listener_ports["SSL"]
 

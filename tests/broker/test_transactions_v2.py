@@ -14,7 +14,6 @@ import pytest
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode as E
 from protocol.records import RecordBatch, iter_batches
-from scripts.kafka_ref import KafkaRef, kafka_home
 from tests.broker.conftest import create_topic, fetch, fetched_partition, unique_topic
 from tests.broker.test_transactions import (
     add_partitions,
@@ -24,6 +23,7 @@ from tests.broker.test_transactions import (
     txn_records,
     wait_until,
 )
+from tests.kafka_ref import KafkaRef, kafka_home
 from tests.process import BrokerProcess, RawClient
 
 ABORT_CHECK = {"transaction.abort.timed.out.transaction.cleanup.interval.ms": "200"}

@@ -16,8 +16,6 @@ import pytest
 
 from tests.process import REPO, BrokerProcess
 
-SCRIPTS = REPO / "scripts"
-
 
 def kbroker_broker(data_dir: Path) -> Iterator[str]:
     broker = BrokerProcess(data_dir, "--config", "group.min.session.timeout.ms=1000").start()
@@ -30,11 +28,8 @@ def kbroker_broker(data_dir: Path) -> Iterator[str]:
 def kafka_broker() -> Iterator[str]:
     if not shutil.which("java"):
         pytest.skip("Apache Kafka needs java")
-    sys.path.insert(0, str(SCRIPTS))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(SCRIPTS))
+    from tests.kafka_ref import KafkaRef
+
     with KafkaRef() as kafka:
         yield kafka.bootstrap
 

@@ -164,7 +164,7 @@ def test_produce_to_a_partition_with_acks_and_compression(cli: Cli) -> None:
 
 
 def test_acks_all_produce_is_idempotent_as_kafkas_producers_are(cli: Cli) -> None:
-    from tests.compat.wire import batch_producers
+    from tests.compat.clients.wire import batch_producers
 
     topic = _topic(cli, 1)
     cli.ok("produce", topic, stdin=b"".join(b"line-%d\n" % i for i in range(1500)))  # two batches of stdin lines

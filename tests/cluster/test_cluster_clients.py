@@ -15,8 +15,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from scripts.zookeeper import ZooKeeperServer
 from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
-from tests.compat.clients import Client, Record
-from tests.compat.registry import FACTORIES
+from tests.compat.clients.adapter import Client, Record
+from tests.compat.clients.registry import FACTORIES
 
 PARTITIONS = 3
 

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.compat.apiversions import advertised_apis
-from tests.compat.clients import Client
-from tests.compat.registry import FACTORIES
+from tests.compat.clients.adapter import Client
+from tests.compat.clients.apiversions import advertised_apis
+from tests.compat.clients.registry import FACTORIES
 from tests.compat.support import Compat, wait_for_port
 
 # The suite's own kbroker: sessions as short as 1 s and a quick timed-out-transaction check keep the group and

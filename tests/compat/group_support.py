@@ -8,8 +8,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from tests.compat.clients import Client, Consumed, Record
-from tests.compat.members import Member, MemberConfig
+from tests.compat.clients.adapter import Client, Consumed, Record
+from tests.compat.clients.members import Member, MemberConfig
 from tests.compat.support import Compat, now_ms
 
 _names = itertools.count()

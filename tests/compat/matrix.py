@@ -8,7 +8,7 @@ from __future__ import annotations
 import sys
 import xml.etree.ElementTree as ElementTree
 
-from tests.compat.registry import FACTORIES
+from tests.compat.clients.registry import FACTORIES
 
 SCENARIOS: list[tuple[str, str]] = [
     ("test_admin_topic_lifecycle", "1 admin: create, describe, configs, alter, add partitions, delete"),

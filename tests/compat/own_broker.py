@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from tests.compat.apiversions import advertised_apis
+from tests.compat.clients.apiversions import advertised_apis
 from tests.compat.support import wait_for_port
 
 

@@ -11,8 +11,8 @@ saw: delivered, or refused with its own authentication error (and which error cl
 error code, the Java exception, franz-go's and kafkajs's errors, the TLS alert), or something else.
 
 Run as a program it compares every client over every listener and mechanism on both brokers and
-prints the table (scripts/compat_vs_kafka --security); tests/compat/test_security_matrix.py runs the
-matrix on kbroker, tests/compat/test_security_vs_kafka.py a few cells on both.
+prints the table (scripts/compat_vs_kafka --security); tests/compat/scenarios/test_security_matrix.py runs the
+matrix on kbroker, tests/compat/scenarios/test_security_vs_kafka.py a few cells on both.
 """
 
 from __future__ import annotations
@@ -37,10 +37,10 @@ from typing import Any
 import pytest
 
 from tests.broker.tls_support import Certificates, make_certificates
-from tests.compat.clients import Client, ClientError
-from tests.compat.driver_client import DriverClient
-from tests.compat.registry import FACTORIES
-from tests.process import REPO, BrokerProcess, free_port
+from tests.compat.clients.adapter import Client, ClientError
+from tests.compat.clients.driver_client import DriverClient
+from tests.compat.clients.registry import FACTORIES
+from tests.process import BrokerProcess, free_port
 
 USER, PASSWORD = "alice", "alice-secret"
 JAAS_PLAIN = (
@@ -207,14 +207,11 @@ def secured_kbroker(directory: Path, certs: Certificates, keystore: Path, rogue:
 
 @contextlib.contextmanager
 def secured_kafka(directory: Path, certs: Certificates, keystore: Path, rogue: Path) -> Iterator[Matrix]:
-    """Apache Kafka 4.3.1 (scripts/kafka_ref.py) with the same listeners, properties and users."""
+    """Apache Kafka 4.3.1 (tests/kafka_ref.py) with the same listeners, properties and users."""
     if shutil.which("java") is None:
         pytest.skip("Apache Kafka needs java")
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
+    from tests.kafka_ref import KafkaRef
+
     kafka = KafkaRef(
         listeners={name: name for name in SECURED_LISTENERS},
         properties=broker_properties(certs),

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from tests.compat.apiversions import API_KEYS
-from tests.compat.clients import ConsumeResult, Record
-from tests.compat.kafka_python_client import KafkaPythonClient
+from tests.compat.clients.adapter import ConsumeResult, Record
+from tests.compat.clients.apiversions import API_KEYS
+from tests.compat.clients.kafka_python_client import KafkaPythonClient
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from tests.compat.apiversions import missing_apis
-from tests.compat.clients import Client, Consumed, Record
+from tests.compat.clients.adapter import Client, Consumed, Record
+from tests.compat.clients.apiversions import missing_apis
 
 _counter = itertools.count()
 
@@ -90,7 +90,7 @@ class Compat:
     def setup_produce(self, topic: str, records: Sequence[Record]) -> list[tuple[int, int]]:
         """Produce with kafka-python, not idempotent (not the client under test); (partition, offset) per record."""
         self._need_setup_producer()
-        from tests.compat.kafka_python_client import KafkaPythonClient
+        from tests.compat.clients.kafka_python_client import KafkaPythonClient
 
         return KafkaPythonClient(idempotent=False).produce(self.bootstrap, topic, records)
 
@@ -103,7 +103,7 @@ class Compat:
         timeout_s: float = 20,
     ) -> list[Consumed]:
         """Read with kafka-python (not the client under test) from earliest until ``count`` records or the timeout."""
-        from tests.compat.kafka_python_client import KafkaPythonClient
+        from tests.compat.clients.kafka_python_client import KafkaPythonClient
 
         result = KafkaPythonClient().consume(
             self.bootstrap, topic, partitions, "earliest", count, timeout_s=timeout_s, isolation=isolation

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.compat.apiversions import API_KEYS
-from tests.compat.clients import Client
+from tests.compat.clients.adapter import Client
+from tests.compat.clients.apiversions import API_KEYS
 from tests.compat.support import Compat
 
 EVERYTHING = {key: (0, 20) for key in API_KEYS.values()}
@@ -39,8 +39,8 @@ def test_driver_reports_errors_as_json_with_nonzero_exit(name: str) -> None:
     import json
     import subprocess
 
-    from tests.compat.driver_client import DriverClient
-    from tests.compat.registry import FACTORIES
+    from tests.compat.clients.driver_client import DriverClient
+    from tests.compat.clients.registry import FACTORIES
 
     driver = FACTORIES[name]()
     if not isinstance(driver, DriverClient):
@@ -54,9 +54,9 @@ def test_driver_reports_errors_as_json_with_nonzero_exit(name: str) -> None:
 
 def test_group_checks_fail_on_duplicates_and_gaps() -> None:
     """The group scenarios' checks: a repeated record, a missing one, an unbalanced group all fail."""
-    from tests.compat.clients import Consumed, Record
+    from tests.compat.clients.adapter import Consumed, Record
+    from tests.compat.clients.members import GroupDescription, Member, fenced_or_other
     from tests.compat.group_support import Watched, assert_exactly_once, balanced
-    from tests.compat.members import GroupDescription, Member, fenced_or_other
 
     def consumed(partition: int, offset: int, value: bytes) -> Consumed:
         return Consumed(partition, offset, b"k", value, (), 0)

@@ -1,5 +1,5 @@
 """Apache Kafka 4.3's own command-line tools, run from its jars against kbroker and against Apache Kafka
-(scripts/kafka_ref.py), with the outputs compared.
+(tests/kafka_ref.py), with the outputs compared.
 
 A JVM costs seconds to start on a busy machine, so the tools run inside one long-lived JVM per broker
 (ToolRunner.java: each tool's main in turn, Kafka's Exit turned into a status), both brokers at once.
@@ -13,7 +13,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -29,11 +28,7 @@ from tests.test_config_parity import KBROKER_ONLY, STATIC_IN_KBROKER
 if not shutil.which("java"):
     pytest.skip("Kafka's tools need java", allow_module_level=True)
 
-sys.path.insert(0, str(REPO / "scripts"))
-try:
-    from kafka_ref import KafkaRef, ensure_tools
-finally:
-    sys.path.remove(str(REPO / "scripts"))
+from tests.kafka_ref import KafkaRef, ensure_tools
 
 BROKERS = ("kbroker", "kafka")
 JVM = ["java", "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xshare:auto"]
