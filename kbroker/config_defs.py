@@ -554,8 +554,13 @@ _CLUSTER = [
        note=_NO_REPLICATION_YET, ignored=True),
     _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE,
        note=_NO_REPLICATION_YET, ignored=True),
-    _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically.",
-       note="Preferred-leader rebalancing is not implemented yet; accepted and ignored", ignored=True),
+    _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically "
+       "(the controller's imbalance check, every leader.imbalance.check.interval.seconds).",
+       note="Cluster mode (zookeeper.connect) only: a broker alone leads every partition."),
+    _p("leader.imbalance.check.interval.seconds", LONG, 300, "How often the controller checks whether leadership "
+       "should move back to preferred replicas (auto.leader.rebalance.enable).", _POSITIVE),
+    _p("leader.imbalance.per.broker.percentage", INT, 10, "Share (percent) of a broker's preferred partitions "
+       "others may lead before the imbalance check moves them back (Kafka's ZooKeeper-mode setting).", Range(0, 100)),
 ]
 
 _IGNORED = [

@@ -134,6 +134,8 @@ async def serve(
         from kbroker.coordinator_placement import start_placement
 
         broker.placement = start_placement(broker)
+    if broker.cluster is None:  # a broker alone neither offers nor serves the APIs of a cluster
+        handlers = {key: h for key, h in handlers.items() if not h.cluster_only}
     registry = listeners.prepare(broker, handlers)
     if controls is not None:
         controls.attach(broker, registry)

@@ -17,6 +17,7 @@ write that loses a race is simply decided again from a fresh read.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections import Counter
@@ -29,6 +30,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kbroker.cluster.assignment import InvalidReplicaAssignment, assign_replicas, check_explicit_assignment
 from kbroker.cluster.controller import ControllerContext
 from kbroker.cluster.metadata import ClusterMetadata
+from kbroker.cluster.partition_moves import NotControllerError, PartitionMoves
 from kbroker.cluster.store import (
     BrokerIdInUseError,
     ClusterStore,
@@ -46,10 +48,6 @@ _T = TypeVar("_T")
 
 RETRY_SECONDS = 0.5
 PRODUCER_ID_BLOCK_SIZE = 1000  # as Kafka's controller hands them out
-
-
-class NotControllerError(Exception):
-    """This broker is not the controller (Kafka's NOT_CONTROLLER)."""
 
 
 class InvalidPartitionCount(ValueError):
@@ -72,6 +70,8 @@ class ClusterRuntime:
         self._task: asyncio.Task[None] | None = None
         self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
         self._refill: asyncio.Task[None] | None = None
+        self._imbalance_task: asyncio.Task[None] | None = None
+        self.moves = PartitionMoves(self)  # ElectLeaders, reassignments, the leader imbalance check
         # called with each new snapshot, after the local logs follow it (replication: who leads, who follows)
         self.metadata_listeners: list[Callable[[ClusterMetadata], None]] = []
 
@@ -93,6 +93,10 @@ class ClusterRuntime:
         log.info("broker_registered", broker_id=self.node_id, cluster_id=self.cluster_id, zookeeper=self.zk.hosts)
         await self._refresh()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-metadata")
+        if self.config.get_bool("auto.leader.rebalance.enable"):
+            self._imbalance_task = asyncio.get_running_loop().create_task(
+                self.moves.check_imbalance(), name="leader-balance"
+            )
 
     async def _register(self, wait_s: float) -> None:
         """Register /brokers/ids/N. The registration of this broker's previous process (killed, its session
@@ -112,7 +116,7 @@ class ClusterRuntime:
                 await asyncio.sleep(RETRY_SECONDS)
 
     async def stop(self) -> None:
-        for task in (self._task, self._refill):
+        for task in (self._task, self._refill, self._imbalance_task):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -147,6 +151,13 @@ class ClusterRuntime:
         if self.lease is not None:
             log.warning("controller_resigned", broker_id=self.node_id, epoch=self.lease.epoch, reason=reason)
             self.lease = None
+
+    def refresh_soon(self) -> None:
+        """Read the cluster again (and act on it as controller) without waiting for a watch."""
+        self._dirty.set()
+
+    async def fenced(self, lease: ControllerLease) -> None:
+        await self._fenced(lease)
 
     async def _fenced(self, lease: ControllerLease) -> None:
         """A write found /controller_epoch moved on: step down, and give up /controller if this session still
@@ -203,7 +214,10 @@ class ClusterRuntime:
         self._delete_local_logs(removed)
         if self.lease is not None:
             await self._act_as_controller()
+        if self.lease is not None:
+            await self.moves.complete_reassignments()
         await self._create_local_logs()
+        self._delete_unassigned_logs()
         for listener in self.metadata_listeners:
             try:
                 listener(self.metadata)
@@ -249,6 +263,17 @@ class ClusterRuntime:
             if self.logs.topic(name) is not None:
                 self.logs.delete_topic(name)
                 log.info("topic_log_deleted", topic=name, reason="deleted_from_cluster")
+
+    def _delete_unassigned_logs(self) -> None:
+        """A topic's log goes from a broker that no longer holds any of its replicas (a reassignment moved them
+        away). Only the cluster's own topic (same topic id) is deleted."""
+        for name, assignment in self.metadata.topics.items():
+            local = self.logs.topic(name)
+            if local is None or local.topic_id != assignment.topic_id:
+                continue
+            if not any(self.node_id in replicas for replicas in assignment.partitions.values()):
+                self.logs.delete_topic(name)
+                log.info("topic_log_deleted", topic=name, reason="no_replica_assigned")
 
     async def _create_local_logs(self) -> None:
         """A log for each topic in which this broker holds a replica (with the cluster's topic id and configs)."""
@@ -390,7 +415,7 @@ class ClusterRuntime:
                     f"Inconsistent replication factor between partitions, partition 0 has {factor} "
                     f"while partitions [{count}] has replication factor {len(added[count])}, respectively."
                 )
-        grown = TopicAssignment(name, current.topic_id, {**current.partitions, **added})
+        grown = dataclasses.replace(current, partitions={**current.partitions, **added})  # reassignments stay
         if validate_only:
             return grown
         try:
