@@ -274,7 +274,6 @@ _SINGLE_NODE_RF = (
     "the internal topics keep one replica, on the broker that creates them, in cluster mode too (their replication "
     "is not implemented yet); accepted and ignored"
 )
-_NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _REPLICA_LIST = ReplicaList()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
@@ -541,19 +540,14 @@ _CLUSTER = [
     _p("broker.rack", STR, None, "Rack of this broker, registered in ZooKeeper and given to clients in Metadata.",
        note="Replica assignment is rack-unaware (the rack is reported, not used)."),
     _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other; unset: the first "
-       "listener.", note="Checked to name a listener; used once replication between brokers exists (not yet)."),
+       "listener.", note="Followers fetch and coordinators send markers on it; it must be PLAINTEXT."),
     _p("replica.lag.time.max.ms", LONG, 30000, "A follower that has not caught up for this long leaves the ISR.",
-       _NON_NEGATIVE, note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.min.bytes", INT, 1, "Least bytes a follower's fetch waits for.", note=_NO_REPLICATION_YET,
-       ignored=True),
-    _p("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch.", note=_NO_REPLICATION_YET,
-       ignored=True),
-    _p("replica.fetch.backoff.ms", INT, 1000, "Pause of a follower after a failed fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
+       _NON_NEGATIVE),
+    _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE),
+    _p("replica.fetch.min.bytes", INT, 1, "Least bytes a follower's fetch waits for."),
+    _p("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch."),
+    _p("replica.fetch.backoff.ms", INT, 1000, "Pause of a follower after a failed fetch.", _NON_NEGATIVE),
+    _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE),
     _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically "
        "(the controller's imbalance check, every leader.imbalance.check.interval.seconds).",
        note="Cluster mode (zookeeper.connect) only: a broker alone leads every partition."),
