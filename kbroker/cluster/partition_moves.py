@@ -20,7 +20,7 @@ from kazoo.exceptions import KazooException
 
 from kbroker.cluster import election, reassignment
 from kbroker.cluster.store import ControllerLease, ControllerMovedError, StaleStateError
-from kbroker.cluster.znodes import PartitionState
+from kbroker.cluster.znodes import PartitionState, TopicAssignment
 
 if TYPE_CHECKING:
     from kbroker.cluster.runtime import ClusterRuntime
@@ -131,11 +131,16 @@ class PartitionMoves:
     # ----- AlterPartitionReassignments / ListPartitionReassignments
 
     async def alter_reassignments(
-        self, topic: str, targets: Mapping[int, tuple[int, ...] | None], allow_replication_factor_change: bool
+        self,
+        topic: str,
+        targets: Mapping[int, tuple[int, ...] | None],
+        allow_replication_factor_change: bool,
+        timeout_s: float = 0.0,
     ) -> dict[int, Exception | None]:
         """Start (or cancel: None) the reassignment of some partitions of `topic`: the topic znode, then each
         started partition's state. Per partition None or the error (UnknownPartitionError,
-        InvalidReplicaAssignment, InvalidReplicationFactor, NoReassignmentInProgress). Raises
+        InvalidReplicaAssignment, InvalidReplicationFactor, NoReassignmentInProgress); returns once this
+        broker's metadata shows the new assignments (or their completion), or after `timeout_s`. Raises
         NotControllerError."""
         lease = self._lease()
         for _ in range(WRITE_ATTEMPTS):
@@ -175,6 +180,7 @@ class PartitionMoves:
                 epoch=lease.epoch,
             )
             self.runtime.refresh_soon()  # the reassignments that need no new replica complete at once
+            await self.runtime.wait_for(lambda m, p=planned: _shows(m.topics.get(topic), p), timeout_s)
             return results
         raise StaleStateError(topic)
 
@@ -263,3 +269,16 @@ class PartitionMoves:
                 partitions={p: list(a.replicas) for p, a in changes.items()},
                 epoch=lease.epoch,
             )
+
+
+def _shows(topic: TopicAssignment | None, planned: Mapping[int, reassignment.ReplicaAssignment]) -> bool:
+    """The metadata shows each planned assignment, or its completion."""
+    if topic is None:
+        return False
+    for partition, after in planned.items():
+        if partition not in topic.partitions:
+            return False
+        now = reassignment.partition_assignment(topic, partition)
+        if now != after and now != reassignment.ReplicaAssignment(after.target):
+            return False
+    return True

@@ -217,12 +217,12 @@ class ClusterRuntime:
         if self.lease is not None:
             await self.moves.complete_reassignments()
         await self._create_local_logs()
-        self._delete_unassigned_logs()
         for listener in self.metadata_listeners:
             try:
                 listener(self.metadata)
             except Exception:  # noqa: BLE001 - one listener must not stop following the cluster
                 log.exception("metadata_listener_failed")
+        self._delete_unassigned_logs()  # after the listeners: replication has stopped following them
         async with self._changed:
             self._changed.notify_all()
 

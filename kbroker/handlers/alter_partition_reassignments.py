@@ -7,8 +7,8 @@ top (the AdminClient finds the controller again and retries). Per partition: UNK
 INVALID_REPLICA_ASSIGNMENT (empty, duplicate or negative replicas, a new replica on a broker that is not
 live), INVALID_REPLICATION_FACTOR (v1's allow_replication_factor_change false and another replica count),
 NO_REASSIGNMENT_IN_PROGRESS (a cancellation of a partition not being reassigned). The answer comes once the
-reassignment has started (its assignment written); it completes when the new replicas have joined the ISR
-(ListPartitionReassignments shows it until then).
+reassignment has started (its assignment written) and this broker's metadata shows it, or after timeout_ms;
+it completes when the new replicas have joined the ISR (ListPartitionReassignments shows it until then).
 """
 
 from __future__ import annotations
@@ -48,7 +48,9 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                 for p in topic["partitions"]
             }
             try:
-                outcomes = await cluster.moves.alter_reassignments(topic["name"], targets, allow)
+                outcomes = await cluster.moves.alter_reassignments(
+                    topic["name"], targets, allow, request["timeout_ms"] / 1000
+                )
             except StaleStateError:
                 outcomes = dict.fromkeys(targets, StaleStateError("The topic kept changing meanwhile; try again."))
             responses.append({"name": topic["name"], "partitions": [_result(p, e) for p, e in outcomes.items()]})

@@ -27,10 +27,6 @@ from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 TopicPartition = tuple[str, int]
-STRATEGY = {
-    ElectionType.PREFERRED: "PreferredReplicaPartitionLeaderElectionStrategy",
-    ElectionType.UNCLEAN: "OfflinePartitionLeaderElectionStrategy(true)",
-}
 
 
 @handles(ApiKey.ELECT_LEADERS, "0-2", cluster_only=True)
@@ -58,6 +54,12 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         )
     results: dict[TopicPartition, tuple[ErrorCode, str | None]] = {}
     elected = []
+    unclean_allowed = str(ctx.broker.config.get_bool("unclean.leader.election.enable")).lower()
+    strategy = (
+        "PreferredReplicaPartitionLeaderElectionStrategy"
+        if kind is ElectionType.PREFERRED
+        else f"OfflinePartitionLeaderElectionStrategy({unclean_allowed})"
+    )
     for (topic, partition), outcome in outcomes.items():
         if isinstance(outcome, UnknownPartitionError):
             results[(topic, partition)] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, str(outcome))
@@ -75,7 +77,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                 if kind is ElectionType.PREFERRED
                 else ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE
             )
-            message = f"Failed to elect leader for partition {topic}-{partition} under strategy {STRATEGY[kind]}"
+            message = f"Failed to elect leader for partition {topic}-{partition} under strategy {strategy}"
             results[(topic, partition)] = (code, message)
     if elected and request["timeout_ms"] > 0:
 
