@@ -116,10 +116,13 @@ class ReplicaManager:
         for (topic, index), state in metadata.states.items():
             assignment = metadata.topics.get(topic)
             replicas = None if assignment is None else assignment.partitions.get(index)
-            if replicas is None or self.node_id not in replicas or len(replicas) < 2:
+            if replicas is None or self.node_id not in replicas:
                 continue
             partition_log = self.broker.logs.get_partition(topic, index)
             if partition_log is None:
+                continue
+            if len(replicas) < 2:
+                self._stop_replication((topic, index), partition_log)
                 continue
             key = (topic, index)
             self._start_replication(key, partition_log)
@@ -143,6 +146,15 @@ class ReplicaManager:
         checkpointed = self.broker.logs.checkpointed_high_watermarks.get(key)
         partition_log.local.start_replication(checkpointed)
         partition_log.replication_wait = self._wait_as_coordinator
+
+    def _stop_replication(self, key: TopicPartition, partition_log: UnifiedLog) -> None:
+        """A reassignment left this broker the partition's only replica: its high watermark is its log end
+        again, and writes wait for nobody."""
+        if not partition_log.local.replicated:
+            return
+        partition_log.local.stop_replication()
+        partition_log.replication_wait = None
+        self.broker.fetch_waiters.high_watermark_moved(key)
 
     def _lead(
         self,

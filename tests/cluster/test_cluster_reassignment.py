@@ -254,3 +254,17 @@ def test_kafkas_errors(cluster: Cluster) -> None:
         preferred_by_victim: E.PREFERRED_LEADER_NOT_AVAILABLE,
         1 - preferred_by_victim: E.ELECTION_NOT_NEEDED,
     }
+
+
+def test_a_partition_left_with_one_replica_keeps_serving(cluster: Cluster) -> None:
+    """[1, 2] to [2]: the high watermark, held apart from the log end while others replicated, follows the
+    log end again on the only replica, so records produced after the move are read back."""
+    _start(cluster)
+    _create(cluster, "single", {0: [1, 2]})
+    _produce(cluster.bootstrap(), "single", 10)
+    with RawClient(cluster.brokers[_controller(cluster)].bootstrap) as client:
+        answer = client.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, _alter("single", 0, [2]))
+    assert answer["responses"][0]["partitions"][0]["error_code"] == 0
+    _settled(cluster, "single", (1, 2, 3), lambda p: p["replica_nodes"] == [2] and p["leader_id"] == 2)
+    _produce(cluster.bootstrap(), "single", 10)
+    assert [v for _, v in _read(cluster.bootstrap(), "single", 0, 20)] == [b"r%d" % (i % 10) for i in range(20)]
