@@ -3,7 +3,8 @@
 As Kafka's ZooKeeper-mode brokers answered it: ALTER on the cluster is needed (else
 CLUSTER_AUTHORIZATION_FAILED for every partition and at the top); a broker that is not the controller
 answers NOT_CONTROLLER for every partition (the AdminClient then finds the controller again and retries);
-null partitions means every partition of the cluster. Per partition: none (elected), ELECTION_NOT_NEEDED,
+null partitions means every partition of the cluster, and then the partitions that needed no election are
+left out of the answer (Kafka 4.3's controller answers so; the tools print nothing for them). Per partition: none (elected), ELECTION_NOT_NEEDED,
 PREFERRED_LEADER_NOT_AVAILABLE (PREFERRED) or ELIGIBLE_LEADERS_NOT_AVAILABLE (UNCLEAN),
 UNKNOWN_TOPIC_OR_PARTITION. The answer waits, up to timeout_ms, until this broker's metadata shows the
 elected leaders (REQUEST_TIMED_OUT for those it does not show by then).
@@ -66,6 +67,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         elif outcome is Outcome.ELECTED:
             results[(topic, partition)] = (ErrorCode.NONE, None)
             elected.append((topic, partition))
+        elif outcome is Outcome.NOT_NEEDED and wanted is None:
+            continue  # every partition asked for: only those an election concerned are answered, as Kafka 4.3
         elif outcome is Outcome.NOT_NEEDED:
             results[(topic, partition)] = (
                 ErrorCode.ELECTION_NOT_NEEDED,
