@@ -2,7 +2,8 @@
 
 As Kafka's ZooKeeper-mode brokers answered it: ALTER on the cluster is needed (else
 CLUSTER_AUTHORIZATION_FAILED for every partition and at the top); a broker that is not the controller
-answers NOT_CONTROLLER for every partition (the AdminClient then finds the controller again and retries);
+answers NOT_CONTROLLER for every partition (clients send it to the controller Metadata names, so this
+happens only while the controller moves; Java's Admin reports it per partition, without a retry);
 null partitions means every partition of the cluster, and then the partitions that needed no election are
 left out of the answer (Kafka 4.3's controller answers so; the tools print nothing for them). Per partition: none (elected), ELECTION_NOT_NEEDED,
 PREFERRED_LEADER_NOT_AVAILABLE (PREFERRED) or ELIGIBLE_LEADERS_NOT_AVAILABLE (UNCLEAN),
