@@ -76,12 +76,23 @@ class ReplicaManager:
         self._waits: dict[TopicPartition, list[_DelayedProduce]] = {}
         self._isr_writes: set[asyncio.Task[None]] = set()  # and fetchers stopping
         self._expiry: asyncio.Task[None] | None = None
+        self.shutting_down = False
 
     def start(self) -> None:
         self.broker.logs.on_append.append(self._on_append)
         self.cluster.metadata_listeners.append(self.on_metadata)
         self._expiry = asyncio.get_running_loop().create_task(self._expire_isr(), name="isr-expiration")
         self.on_metadata(self.cluster.metadata)
+
+    def begin_shutdown(self) -> None:
+        """The broker is stopping: followers' fetches are refused from now on (NOT_LEADER_OR_FOLLOWER: they
+        back off, and their long polls do not hold the connection drain), waiting acks=all writes are answered
+        NOT_LEADER_OR_FOLLOWER (their producers retry with the next leader)."""
+        self.shutting_down = True
+        for key in list(self._waits):
+            self._complete_waits(key, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        for key in list(self.leaders):
+            self.broker.fetch_waiters.wake(key)
 
     async def stop(self) -> None:
         if self._on_append in self.broker.logs.on_append:
@@ -229,6 +240,12 @@ class ReplicaManager:
         min.insync.replicas. A partition with one replica, or not led here, is not this check's business."""
         state = self.leaders.get((topic, partition))
         return state is not None and len(state.isr) < self.min_insync_replicas(topic)
+
+    def high_watermark_lags_epoch(self, partition_log: UnifiedLog) -> bool:
+        """A leader whose high watermark is still below the start of its epoch (its followers have not fetched
+        from it yet): ListOffsets answers OFFSET_NOT_AVAILABLE rather than an offset that could go back."""
+        state = self.leaders.get((partition_log.topic, partition_log.partition))
+        return state is not None and partition_log.high_watermark < state.epoch_start_offset
 
     def replicated(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.leaders
