@@ -71,6 +71,7 @@ class ReplicaManager:
         )
         self.channel = BrokerChannel(f"replica-fetcher-{self.node_id}", self._inter_broker_endpoint)
         self.leaders: dict[TopicPartition, LeaderState] = {}
+        self._led_logs: dict[TopicPartition, UnifiedLog] = {}  # the log each LeaderState is about
         self.followed: dict[TopicPartition, int] = {}  # partition -> the broker it is fetched from
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._waits: dict[TopicPartition, list[_DelayedProduce]] = {}
@@ -141,6 +142,7 @@ class ReplicaManager:
                 follow[key] = (state.leader, state.leader_epoch, partition_log)
         for key in [k for k in self.leaders if k not in led]:
             del self.leaders[key]
+            del self._led_logs[key]
             self._complete_waits(key, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             became["resigned"] += 1
         self._follow(follow)
@@ -164,12 +166,14 @@ class ReplicaManager:
         isr: tuple[int, ...],
     ) -> str:
         current = self.leaders.get(key)
-        if current is not None and current.leader_epoch == epoch and current.replicas == replicas:
+        same_log = self._led_logs.get(key) is partition_log  # (not a topic deleted and created again)
+        if current is not None and same_log and current.leader_epoch == epoch and current.replicas == replicas:
             if current.pending_isr is None and current.isr != isr:
                 current.isr_written(isr)  # the controller changed it (a dead follower left)
                 self._advance(key, partition_log, current)
             return ""
         partition_log.assign_leader_epoch(epoch)
+        self._led_logs[key] = partition_log
         self.leaders[key] = state = LeaderState(
             leader_id=self.node_id,
             leader_epoch=epoch,
