@@ -168,9 +168,11 @@ class ReplicaManager:
         current = self.leaders.get(key)
         same_log = self._led_logs.get(key) is partition_log  # (not a topic deleted and created again)
         if current is not None and same_log and current.leader_epoch == epoch and current.replicas == replicas:
-            if current.pending_isr is None and current.isr != isr:
-                current.isr_written(isr)  # the controller changed it (a dead follower left)
+            if current.isr != isr:  # the controller changed it (a dead follower left); a write of ours in
+                current.isr_failed()  # flight fails its compare-and-set against this version
+                current.isr_written(isr)
                 self._advance(key, partition_log, current)
+                self._check_waits(key, partition_log)
             return ""
         partition_log.assign_leader_epoch(epoch)
         self._led_logs[key] = partition_log
@@ -329,15 +331,20 @@ class ReplicaManager:
         self, key: TopicPartition, partition_log: UnifiedLog, state: LeaderState, isr: tuple[int, ...], reason: str
     ) -> None:
         topic, index = key
+        store = self.cluster.store
         try:
-            current = await self.cluster.store.partition_state(topic, index)
+            current = await store.partition_state(topic, index)
             if current is None or current.leader != self.node_id or current.leader_epoch != state.leader_epoch:
                 state.isr_failed()  # another leader or epoch: the next refresh moves this broker's role
                 return
+            if current.isr != state.isr:  # the controller changed it meanwhile: decide again from what it wrote
+                state.isr_failed()
+                state.isr_written(current.isr)
+                return
             after = leader_isr_update(current, state.replicas, self.node_id, state.leader_epoch, isr)
-            await self.cluster.store.update_isr_as_leader(topic, index, after)
+            await store.update_isr_as_leader(topic, index, after)
         except (StaleStateError, InvalidIsrUpdate, KazooException) as error:
-            state.isr_failed()
+            state.isr_failed()  # (the refresh the controller's write brings sets the ISR it wrote)
             log.info("isr_update_failed", topic=topic, partition=index, error=type(error).__name__)
             return
         before = state.isr
