@@ -270,10 +270,10 @@ _NON_NEGATIVE = Range(0)
 _POSITIVE = Range(1)
 _NO_CONTROLLER = "kbroker is one process with no KRaft controller or replication; accepted and ignored"
 _NO_THREADS = "kbroker runs one event loop, so thread counts do not apply; accepted and ignored"
-_SINGLE_NODE_RF = (
-    "the internal topics keep one replica, on the broker that creates them, in cluster mode too (their replication "
-    "is not implemented yet); accepted and ignored"
+_INTERNAL_RF = (
+    "used in cluster mode, where the internal topic is a replicated cluster topic; a broker alone keeps one replica"
 )
+_SHARE_STATE_RF = "share groups keep their state on each broker, in one replica; accepted and ignored"
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _REPLICA_LIST = ReplicaList()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
@@ -569,15 +569,15 @@ _IGNORED = [
        note=_NO_THREADS, ignored=True),
     _p("num.replica.fetchers", INT, 1, "Replica fetcher threads.", note=_NO_THREADS, ignored=True),
     _p("offsets.topic.replication.factor", SHORT, 3, "Replication factor of __consumer_offsets.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("transaction.state.log.replication.factor", SHORT, 3, "Replication factor of __transaction_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of __transaction_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("share.coordinator.state.topic.replication.factor", SHORT, 3, "Replication factor of __share_group_state.",
-       _POSITIVE, note=_SINGLE_NODE_RF, ignored=True),
+       _POSITIVE, note=_SHARE_STATE_RF, ignored=True),
     _p("share.coordinator.state.topic.min.isr", SHORT, 2, "min.insync.replicas of __share_group_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_SHARE_STATE_RF, ignored=True),
 ]
 
 _SHARE_GROUPS = [
@@ -787,7 +787,7 @@ _TOPIC_LIST = [
     _t("file.delete.delay.ms", LONG, "Wait before a deleted segment's files are removed.",
        _same("log.segment.delete.delay.ms"), _NON_NEGATIVE),
     _t("follower.replication.throttled.replicas", LIST, "Replicas throttled when followers replicate (no effect in "
-       "kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
+       "kbroker: replication is not throttled).", (), _REPLICA_LIST, default=(), ignored=True),
     _t("flush.messages", LONG, "Records appended before the partition is fsynced.", _same("log.flush.interval.messages"),
        _POSITIVE),
     _t("flush.ms", LONG, "Longest time appended data waits for an fsync.",
@@ -797,7 +797,7 @@ _TOPIC_LIST = [
     _t("kbroker.fsync.before.ack", BOOL, "kbroker only: fsync before acknowledging acks=all produce requests.",
        _same("kbroker.fsync.before.ack")),
     _t("leader.replication.throttled.replicas", LIST, "Replicas throttled when the leader serves followers (no "
-       "effect in kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
+       "effect in kbroker: replication is not throttled).", (), _REPLICA_LIST, default=(), ignored=True),
     _t("local.retention.bytes", LONG, "Local size limit under tiered storage (-2: retention.bytes); no effect in "
        "kbroker: tiered storage is not offered.", _same("log.local.retention.bytes"), Range(-2), ignored=True),
     _t("local.retention.ms", LONG, "Local time limit under tiered storage (-2: retention.ms); no effect in kbroker: "

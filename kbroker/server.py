@@ -187,6 +187,8 @@ async def serve(
         await http.stop()
     await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
+    if broker.replicas is not None:  # other brokers' fetchers back off instead of keeping the drain busy
+        broker.replicas.begin_shutdown()
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()

@@ -9,8 +9,9 @@ replica.fetch.wait.max.ms / replica.fetch.min.bytes for the long poll. The answe
   min(leader's high watermark, own log end offset);
 - `DivergingEpoch` (the leader's log differs from ours from some offset on): truncate
   (`truncation_offset`, Kafka's rule) and fetch again from the new end;
-- an error (the leader moved, an epoch the leader does not know yet): that partition waits
-  replica.fetch.backoff.ms; an unreachable leader: the whole fetcher does.
+- an error (the leader moved, an epoch the leader does not know yet): that partition is asked again
+  after 100 ms (at most replica.fetch.backoff.ms); a failed append waits replica.fetch.backoff.ms, and
+  an unreachable leader makes the whole fetcher wait that long.
 The pure decisions are functions here; the task is a thin loop around them.
 """
 
@@ -35,6 +36,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 FETCH_VERSION = 12
+# a partition the leader does not serve at the follower's epoch: usually one of the two has not read ZooKeeper's
+# latest state yet, a matter of milliseconds (the follower's own refresh replaces the partition's state)
+PARTITION_RETRY_MS = 100
 UNDEFINED = -1
 TopicPartition = tuple[str, int]
 
@@ -183,9 +187,10 @@ class ReplicaFetcher:
                 if followed is None or self.partitions.get(key) is not followed:
                     continue  # no longer followed at that epoch (became leader, another leader): drop the answer
                 code = data["error_code"]
-                if code != ErrorCode.NONE:  # the leader moved, or knows of no such epoch yet: wait a little
+                if code != ErrorCode.NONE:  # the leader moved, or has not seen this epoch yet: ask again soon
                     errors[ErrorCode(code).name] += 1
-                    followed.delayed_until = asyncio.get_running_loop().time() + self.config.backoff_ms / 1000
+                    retry_ms = min(self.config.backoff_ms, PARTITION_RETRY_MS)
+                    followed.delayed_until = asyncio.get_running_loop().time() + retry_ms / 1000
                     continue
                 try:
                     await self._process_partition(key, followed, data)

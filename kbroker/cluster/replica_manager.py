@@ -71,17 +71,29 @@ class ReplicaManager:
         )
         self.channel = BrokerChannel(f"replica-fetcher-{self.node_id}", self._inter_broker_endpoint)
         self.leaders: dict[TopicPartition, LeaderState] = {}
+        self._led_logs: dict[TopicPartition, UnifiedLog] = {}  # the log each LeaderState is about
         self.followed: dict[TopicPartition, int] = {}  # partition -> the broker it is fetched from
         self.fetchers: dict[int, ReplicaFetcher] = {}
         self._waits: dict[TopicPartition, list[_DelayedProduce]] = {}
         self._isr_writes: set[asyncio.Task[None]] = set()  # and fetchers stopping
         self._expiry: asyncio.Task[None] | None = None
+        self.shutting_down = False
 
     def start(self) -> None:
         self.broker.logs.on_append.append(self._on_append)
         self.cluster.metadata_listeners.append(self.on_metadata)
         self._expiry = asyncio.get_running_loop().create_task(self._expire_isr(), name="isr-expiration")
         self.on_metadata(self.cluster.metadata)
+
+    def begin_shutdown(self) -> None:
+        """The broker is stopping: followers' fetches are refused from now on (NOT_LEADER_OR_FOLLOWER: they
+        back off, and their long polls do not hold the connection drain), waiting acks=all writes are answered
+        NOT_LEADER_OR_FOLLOWER (their producers retry with the next leader)."""
+        self.shutting_down = True
+        for key in list(self._waits):
+            self._complete_waits(key, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+        for key in list(self.leaders):
+            self.broker.fetch_waiters.wake(key)
 
     async def stop(self) -> None:
         if self._on_append in self.broker.logs.on_append:
@@ -133,6 +145,7 @@ class ReplicaManager:
                 follow[key] = (state.leader, state.leader_epoch, partition_log)
         for key in [k for k in self.leaders if k not in led]:
             del self.leaders[key]
+            del self._led_logs[key]
             self._complete_waits(key, ErrorCode.NOT_LEADER_OR_FOLLOWER)
             became["resigned"] += 1
         self._follow(follow)
@@ -165,12 +178,16 @@ class ReplicaManager:
         isr: tuple[int, ...],
     ) -> str:
         current = self.leaders.get(key)
-        if current is not None and current.leader_epoch == epoch and current.replicas == replicas:
-            if current.pending_isr is None and current.isr != isr:
-                current.isr_written(isr)  # the controller changed it (a dead follower left)
+        same_log = self._led_logs.get(key) is partition_log  # (not a topic deleted and created again)
+        if current is not None and same_log and current.leader_epoch == epoch and current.replicas == replicas:
+            if current.isr != isr:  # the controller changed it (a dead follower left); a write of ours in
+                current.isr_failed()  # flight fails its compare-and-set against this version
+                current.isr_written(isr)
                 self._advance(key, partition_log, current)
+                self._check_waits(key, partition_log)
             return ""
         partition_log.assign_leader_epoch(epoch)
+        self._led_logs[key] = partition_log
         self.leaders[key] = state = LeaderState(
             leader_id=self.node_id,
             leader_epoch=epoch,
@@ -241,6 +258,12 @@ class ReplicaManager:
         min.insync.replicas. A partition with one replica, or not led here, is not this check's business."""
         state = self.leaders.get((topic, partition))
         return state is not None and len(state.isr) < self.min_insync_replicas(topic)
+
+    def high_watermark_lags_epoch(self, partition_log: UnifiedLog) -> bool:
+        """A leader whose high watermark is still below the start of its epoch (its followers have not fetched
+        from it yet): ListOffsets answers OFFSET_NOT_AVAILABLE rather than an offset that could go back."""
+        state = self.leaders.get((partition_log.topic, partition_log.partition))
+        return state is not None and partition_log.high_watermark < state.epoch_start_offset
 
     def replicated(self, topic: str, partition: int) -> bool:
         return (topic, partition) in self.leaders
@@ -320,15 +343,20 @@ class ReplicaManager:
         self, key: TopicPartition, partition_log: UnifiedLog, state: LeaderState, isr: tuple[int, ...], reason: str
     ) -> None:
         topic, index = key
+        store = self.cluster.store
         try:
-            current = await self.cluster.store.partition_state(topic, index)
+            current = await store.partition_state(topic, index)
             if current is None or current.leader != self.node_id or current.leader_epoch != state.leader_epoch:
                 state.isr_failed()  # another leader or epoch: the next refresh moves this broker's role
                 return
+            if current.isr != state.isr:  # the controller changed it meanwhile: decide again from what it wrote
+                state.isr_failed()
+                state.isr_written(current.isr)
+                return
             after = leader_isr_update(current, state.replicas, self.node_id, state.leader_epoch, isr)
-            await self.cluster.store.update_isr_as_leader(topic, index, after)
+            await store.update_isr_as_leader(topic, index, after)
         except (StaleStateError, InvalidIsrUpdate, KazooException) as error:
-            state.isr_failed()
+            state.isr_failed()  # (the refresh the controller's write brings sets the ISR it wrote)
             log.info("isr_update_failed", topic=topic, partition=index, error=type(error).__name__)
             return
         before = state.isr

@@ -136,6 +136,8 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             index = p["partition"]
             log = logs.get_partition(name, index)
             code, current_epoch = leadership_error(ctx, name, index, p["current_leader_epoch"])
+            if replica_id >= 0 and ctx.broker.replicas is not None and ctx.broker.replicas.shutting_down:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER  # stopping: the follower backs off
             if readable is not None and name not in readable:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif log is None:
