@@ -220,6 +220,11 @@ def test_kafkas_errors(cluster: Cluster) -> None:
         )
         (result,) = client.call(ApiKey.ELECT_LEADERS, 2, _elect("errs", [0]))["replica_election_results"]
         assert result["partition_result"][0]["error_code"] == E.NOT_CONTROLLER
+    from confluent_kafka import ElectionType, KafkaError, TopicPartition
+
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[other].bootstrap})  # librdkafka finds the controller
+    elected = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("errs", 0)]).result(timeout=30)
+    assert [error.code() for error in elected.values()] == [KafkaError.ELECTION_NOT_NEEDED]
     with RawClient(cluster.brokers[controller].bootstrap) as client:
 
         def alter(topic: str, partition: int, replicas: list[int] | None, allow: bool = True) -> tuple[int, str]:
