@@ -41,7 +41,7 @@ from kbroker.cluster.store import (
 from kbroker.cluster.zk import SessionState, ZkClient
 from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment, ZnodeFormatError
 from kbroker.config import BrokerConfig
-from kbroker.log import LogManager, TopicExistsError
+from kbroker.log import LogManager, TopicExistsError, UnifiedLog
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
@@ -71,6 +71,7 @@ class ClusterRuntime:
         self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
         self._refill: asyncio.Task[None] | None = None
         self._imbalance_task: asyncio.Task[None] | None = None
+        self._emptying: dict[tuple[str, int], asyncio.Task[None]] = {}  # partitions whose records are going
         self.moves = PartitionMoves(self)  # ElectLeaders, reassignments, the leader imbalance check
         # called with each new snapshot, after the local logs follow it (replication: who leads, who follows)
         self.metadata_listeners: list[Callable[[ClusterMetadata], None]] = []
@@ -116,7 +117,7 @@ class ClusterRuntime:
                 await asyncio.sleep(RETRY_SECONDS)
 
     async def stop(self) -> None:
-        for task in (self._task, self._refill, self._imbalance_task):
+        for task in (self._task, self._refill, self._imbalance_task, *self._emptying.values()):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -265,8 +266,10 @@ class ClusterRuntime:
                 log.info("topic_log_deleted", topic=name, reason="deleted_from_cluster")
 
     def _delete_unassigned_logs(self) -> None:
-        """A topic's log goes from a broker that no longer holds any of its replicas (a reassignment moved them
-        away). Only the cluster's own topic (same topic id) is deleted."""
+        """The replicas a reassignment moved away from this broker go: the topic's log when it holds none of
+        the topic's partitions any more, else the moved partition's records (its log, which every broker
+        holding a partition of the topic keeps, starts again empty at 0). Only the cluster's own topic (same
+        topic id) is touched."""
         for name, assignment in self.metadata.topics.items():
             local = self.logs.topic(name)
             if local is None or local.topic_id != assignment.topic_id:
@@ -274,6 +277,30 @@ class ClusterRuntime:
             if not any(self.node_id in replicas for replicas in assignment.partitions.values()):
                 self.logs.delete_topic(name)
                 log.info("topic_log_deleted", topic=name, reason="no_replica_assigned")
+                continue
+            for partition, replicas in assignment.partitions.items():
+                unified = self.logs.get_partition(name, partition)
+                key = (name, partition)
+                if self.node_id in replicas or unified is None or unified.log_end_offset == 0 or key in self._emptying:
+                    continue
+                self._emptying[key] = asyncio.get_running_loop().create_task(
+                    self._empty_replica(key, unified), name="replica-removal"
+                )
+
+    async def _empty_replica(self, key: tuple[str, int], unified: UnifiedLog) -> None:
+        await unified.local.idle()  # no flush may be in flight while the log is cut
+        assignment = self.metadata.topics.get(key[0])
+        replicas = None if assignment is None else assignment.partitions.get(key[1])
+        if replicas is None or self.node_id in replicas or unified.deleted:
+            self._emptying.pop(key, None)
+            return  # deleted meanwhile, or assigned here again
+        try:
+            unified.truncate_to(0)
+            log.info("replica_log_emptied", topic=key[0], partition=key[1], reason="no_replica_assigned")
+        except Exception as exc:  # noqa: BLE001 - a storage error leaves the records; the next refresh retries
+            log.error("replica_log_empty_failed", topic=key[0], partition=key[1], error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._emptying.pop(key, None)
 
     async def _create_local_logs(self) -> None:
         """A log for each topic in which this broker holds a replica (with the cluster's topic id and configs)."""

@@ -325,3 +325,26 @@ def test_the_tools_answer_as_against_kafka(cluster: Cluster, jvm: Any, tmp_path:
             assert status == 1 and "Unknown broker id 9" in out + err, out + err
     finally:
         kafka.stop()
+
+
+def test_a_broker_keeping_other_partitions_drops_the_moved_ones_records(cluster: Cluster) -> None:
+    """[1, 2] to [2, 3] for partition 0 only: broker 1 keeps partition 1, and partition 0's log there (every
+    broker holding a partition of a topic has a log for each) starts again empty."""
+    _start(cluster)
+    _create(cluster, "halves", {0: [1, 2], 1: [1, 2]})
+    producer = _producer(cluster.bootstrap())
+    for i in range(40):
+        producer.produce("halves", value=b"h%d" % i, partition=i % 2)
+    assert producer.flush(30) == 0
+    with RawClient(cluster.brokers[_controller(cluster)].bootstrap) as client:
+        answer = client.call(ApiKey.ALTER_PARTITION_REASSIGNMENTS, 0, _alter("halves", 0, [2, 3]))
+    assert answer["responses"][0]["partitions"][0]["error_code"] == 0
+    _settled(cluster, "halves", (1, 2, 3), lambda p: p["partition_index"] == 1 or p["replica_nodes"] == [2, 3])
+    data_dir = cluster.brokers[1].data_dir
+
+    def size(partition: int) -> int:
+        return sum(f.stat().st_size for f in (data_dir / f"halves-{partition}").glob("*.log"))
+
+    wait_until(lambda: size(0) == 0, what="partition 0's records gone from broker 1")
+    assert size(1) > 0 and "replica_log_emptied" in cluster.brokers[1].log_text()
+    assert [v for _, v in _read(cluster.bootstrap(), "halves", 0, 20)] == [b"h%d" % i for i in range(0, 40, 2)]
