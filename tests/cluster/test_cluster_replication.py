@@ -21,8 +21,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from protocol.api_keys import ApiKey
 from scripts.zookeeper import ZooKeeperServer
 from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
+from tests.process import RawClient
 
 PARTITIONS = 3
 LAG_TIME_MS = 1500
@@ -272,6 +274,17 @@ def test_a_returning_leader_truncates_what_only_it_had(cluster: Cluster) -> None
     if b"probe" in values:  # (it may have reached the followers before they stopped)
         values.remove(b"probe")
     assert values == [f"shared-{i}".encode() for i in range(50)] + [f"after-{i}".encode() for i in range(30)]
+    # OffsetForLeaderEpoch, as a replica asks it: epoch 0 ends where the new leader's epoch began
+    epoch_end = next(offset for offset, value in expected if value.startswith(b"after-"))
+    body = {
+        "replica_id": old,
+        "topics": [
+            {"topic": "diverge", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}
+        ],
+    }
+    with RawClient(cluster.brokers[leader].bootstrap) as raw:
+        (answer,) = raw.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, body)["topics"][0]["partitions"]
+    assert (answer["error_code"], answer["leader_epoch"], answer["end_offset"]) == (0, 0, epoch_end)
     # the former leader, made the only replica left, serves the new leader's log: nothing of its lost suffix
     for node in (1, 2, 3):
         if node != old:
