@@ -9,6 +9,9 @@ replica.fetch.wait.max.ms / replica.fetch.min.bytes for the long poll. The answe
   min(leader's high watermark, own log end offset);
 - `DivergingEpoch` (the leader's log differs from ours from some offset on): truncate
   (`truncation_offset`, Kafka's rule) and fetch again from the new end;
+- OFFSET_OUT_OF_RANGE (the leader's log start passed our log end: retention, DeleteRecords): ask the leader
+  its log start (ListOffsets, earliest) and start again empty there; the leader's log start is followed
+  too (below the high watermark);
 - an error (the leader moved, an epoch the leader does not know yet): that partition is asked again
   after 100 ms (at most replica.fetch.backoff.ms); a failed append waits replica.fetch.backoff.ms, and
   an unreachable leader makes the whole fetcher wait that long.
@@ -29,6 +32,7 @@ from kbroker.cluster.channel import BrokerChannel, BrokerUnreachableError
 from kbroker.log import KafkaStorageError, LogError
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
+from protocol.records import RecordBatch
 
 if TYPE_CHECKING:
     from kbroker.log import UnifiedLog
@@ -36,6 +40,7 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 FETCH_VERSION = 12
+LIST_OFFSETS_VERSION = 7
 # a partition the leader does not serve at the follower's epoch: usually one of the two has not read ZooKeeper's
 # latest state yet, a matter of milliseconds (the follower's own refresh replaces the partition's state)
 PARTITION_RETRY_MS = 100
@@ -187,6 +192,9 @@ class ReplicaFetcher:
                 if followed is None or self.partitions.get(key) is not followed:
                     continue  # no longer followed at that epoch (became leader, another leader): drop the answer
                 code = data["error_code"]
+                if code == ErrorCode.OFFSET_OUT_OF_RANGE:
+                    await self._out_of_range(key, followed)
+                    continue
                 if code != ErrorCode.NONE:  # the leader moved, or has not seen this epoch yet: ask again soon
                     errors[ErrorCode(code).name] += 1
                     retry_ms = min(self.config.backoff_ms, PARTITION_RETRY_MS)
@@ -208,11 +216,62 @@ class ReplicaFetcher:
             await self._truncate(key, followed, diverging["epoch"], diverging["end_offset"])
             return
         records = data["records"]
+        local = partition_log.local
         if records:
-            partition_log.append_as_follower(memoryview(records))
-        partition_log.local.update_high_watermark(
-            min(data["high_watermark"], partition_log.log_end_offset), only_forward=False
-        )
+            view = memoryview(records)
+            first = RecordBatch(view)
+            end = local.log_end_offset
+            if end == local.log_start_offset and first.base_offset < end <= first.last_offset:
+                # the leader's log start is inside its first batch (DeleteRecords): as Kafka's follower, start
+                # the empty log at the batch's base offset; the leader's log start follows below
+                await local.idle()
+                if self.partitions.get(key) is not followed:
+                    return
+                partition_log.truncate_fully_and_start_at(first.base_offset)
+            partition_log.append_as_follower(view)
+        local.update_high_watermark(min(data["high_watermark"], local.log_end_offset), only_forward=False)
+        leader_start = min(data["log_start_offset"], local.high_watermark)
+        if leader_start > local.log_start_offset:  # DeleteRecords or retention on the leader: here too
+            local.delete_records(leader_start)
+
+    async def _out_of_range(self, key: TopicPartition, followed: FollowedPartition) -> None:
+        """The leader no longer has our log end offset (Kafka's handleOutOfRangeError): when its log start
+        passed it, start again empty there; otherwise (not expected with epochs) wait and ask again."""
+        partition_log = followed.log
+        request = {
+            "replica_id": self.config.node_id,
+            "isolation_level": 0,
+            "topics": [
+                {
+                    "name": key[0],
+                    "partitions": [
+                        {"partition_index": key[1], "current_leader_epoch": followed.leader_epoch, "timestamp": -2}
+                    ],
+                }
+            ],
+        }
+        delay = self.config.backoff_ms / 1000
+        try:
+            response = await self.channel.call(self.source, ApiKey.LIST_OFFSETS, LIST_OFFSETS_VERSION, request, 10.0)
+            answer = response["topics"][0]["partitions"][0]
+        except (BrokerUnreachableError, TimeoutError, LookupError) as error:
+            log.info("replica_log_start_unknown", topic=key[0], partition=key[1], error=str(error)[:200])
+            followed.delayed_until = asyncio.get_running_loop().time() + delay
+            return
+        leader_start = answer["offset"]
+        await partition_log.local.idle()  # no flush may be in flight during a truncation
+        if self.partitions.get(key) is not followed:
+            return
+        if answer["error_code"] == ErrorCode.NONE and leader_start > partition_log.log_end_offset:
+            before = partition_log.log_end_offset
+            partition_log.truncate_fully_and_start_at(leader_start)
+            log.info(
+                "replica_log_restarted", topic=key[0], partition=key[1], leader=self.source,
+                log_end_offset_before=before, log_start_offset=leader_start,
+            )  # fmt: skip
+            return
+        log.info("replica_fetch_out_of_range", topic=key[0], partition=key[1], leader_log_start=leader_start)
+        followed.delayed_until = asyncio.get_running_loop().time() + delay
 
     async def _truncate(self, key: TopicPartition, followed: FollowedPartition, epoch: int, end_offset: int) -> None:
         partition_log = followed.log

@@ -300,6 +300,27 @@ class UnifiedLog:
         self.load_state()
         return True
 
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Start again empty at `offset` (Kafka's truncateFullyAndStartAt, for a follower whose leader's log
+        start passed its log end): no segment, epoch, producer snapshot or aborted index is kept. No flush may
+        be in flight (await `local.idle()`)."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        local = self.local
+        bases = [segment.base_offset for segment in local.segments]
+        local.truncate_fully_and_start_at(offset)
+        try:
+            self.leader_epochs.clear()
+            delete_snapshots(path for _, path in list_snapshots(local.directory))
+            for base in bases:
+                index_path(local.directory, base).unlink(missing_ok=True)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
+        self._state = None
+        self._snapshot_offset = -1
+        self._segment_base = local.active_segment.base_offset
+        self.load_state()
+
     def _appended(self, info: AppendInfo, size: int) -> None:
         for listener in self.on_append:
             try:

@@ -5,7 +5,9 @@
 - a stopped follower leaves the ISR after replica.lag.time.max.ms; with two of three replicas down acks=all is
   refused (NOT_ENOUGH_REPLICAS) while acks=1 is not; restarted followers rejoin the ISR;
 - a former leader that returns with records its followers never had truncates them: its log equals the new
-  leader's."""
+  leader's;
+- a follower whose log end the leader's log start passed (DeleteRecords while it was down) starts again at
+  the leader's log start, and the other follower follows the leader's log start."""
 
 from __future__ import annotations
 
@@ -19,8 +21,10 @@ import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from protocol.api_keys import ApiKey
 from scripts.zookeeper import ZooKeeperServer
 from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
+from tests.process import RawClient
 
 PARTITIONS = 3
 LAG_TIME_MS = 1500
@@ -82,10 +86,10 @@ def _producer(bootstrap: str, **more: Any) -> Producer:
     )
 
 
-def _read(bootstrap: str, topic: str, partition: int, end: int) -> list[tuple[int, bytes]]:
-    """(offset, value) of every record of the partition below `end`."""
+def _read(bootstrap: str, topic: str, partition: int, end: int, start: int = 0) -> list[tuple[int, bytes]]:
+    """(offset, value) of every record of the partition from `start` and below `end`."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, partition, 0)])
+    consumer.assign([TopicPartition(topic, partition, start)])
     found: list[tuple[int, bytes]] = []
     deadline = time.monotonic() + 30
     try:
@@ -270,6 +274,17 @@ def test_a_returning_leader_truncates_what_only_it_had(cluster: Cluster) -> None
     if b"probe" in values:  # (it may have reached the followers before they stopped)
         values.remove(b"probe")
     assert values == [f"shared-{i}".encode() for i in range(50)] + [f"after-{i}".encode() for i in range(30)]
+    # OffsetForLeaderEpoch, as a replica asks it: epoch 0 ends where the new leader's epoch began
+    epoch_end = next(offset for offset, value in expected if value.startswith(b"after-"))
+    body = {
+        "replica_id": old,
+        "topics": [
+            {"topic": "diverge", "partitions": [{"partition": 0, "current_leader_epoch": -1, "leader_epoch": 0}]}
+        ],
+    }
+    with RawClient(cluster.brokers[leader].bootstrap) as raw:
+        (answer,) = raw.call(ApiKey.OFFSET_FOR_LEADER_EPOCH, 4, body)["topics"][0]["partitions"]
+    assert (answer["error_code"], answer["leader_epoch"], answer["end_offset"]) == (0, 0, epoch_end)
     # the former leader, made the only replica left, serves the new leader's log: nothing of its lost suffix
     for node in (1, 2, 3):
         if node != old:
@@ -277,3 +292,50 @@ def test_a_returning_leader_truncates_what_only_it_had(cluster: Cluster) -> None
     _settled(cluster, "diverge", (old,), lambda p: p["leader_id"] == old)
     assert _read(cluster.brokers[old].bootstrap, "diverge", 0, ends) == expected
     assert _end_offsets(cluster.brokers[old].bootstrap, "diverge", 1)[0] == ends
+
+
+def test_a_follower_behind_the_leaders_log_start_starts_again_there(cluster: Cluster) -> None:
+    _start(cluster)
+    parts = _create(cluster, "trimmed", partitions=1)
+    leader = parts[0]["leader_id"]
+    away, staying = (n for n in (1, 2, 3) if n != leader)
+    producer = _producer(cluster.brokers[leader].bootstrap)
+    for i in range(30):
+        producer.produce("trimmed", value=f"early-{i}".encode(), partition=0)
+    assert producer.flush(20) == 0
+    cluster.brokers[away].kill()
+    _settled(cluster, "trimmed", (leader,), lambda p: away not in p["isr_nodes"])
+    for i in range(30):
+        producer.produce("trimmed", value=f"late-{i}".encode(), partition=0)
+    assert producer.flush(20) == 0
+    # the leader's log start passes the stopped follower's log end (30)
+    admin = AdminClient({"bootstrap.servers": cluster.brokers[leader].bootstrap})
+    deleted = admin.delete_records([TopicPartition("trimmed", 0, 50)])
+    assert next(iter(deleted.values())).result(20).low_watermark == 50
+    cluster.start(away)
+    _settled(cluster, "trimmed", (1, 2, 3), lambda p: sorted(p["isr_nodes"]) == [1, 2, 3])
+    expected = [(50 + i, f"late-{20 + i}".encode()) for i in range(10)]
+    # each follower in turn made the only replica left: both hold the leader's log from its log start
+    cluster.brokers[leader].kill()
+    first = _settled(cluster, "trimmed", (away, staying), lambda p: p["leader_id"] in (away, staying))[0]["leader_id"]
+    second = staying if first == away else away
+    for node in (first, second):
+        if node == second:
+            cluster.brokers[first].kill()
+            _settled(cluster, "trimmed", (second,), lambda p: p["leader_id"] == second)
+        bootstrap = cluster.brokers[node].bootstrap
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "marks"})
+        try:
+            marks = wait_until(lambda c=consumer: _marks(c), what=f"watermarks on {node}")
+        finally:
+            consumer.close()
+        assert marks == (50, 60), node
+        assert _read(bootstrap, "trimmed", 0, 60, start=50) == expected, node
+
+
+def _marks(consumer: Consumer) -> tuple[int, int] | None:
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition("trimmed", 0), timeout=5)
+    except Exception:  # noqa: BLE001 - a new leader answers OFFSET_NOT_AVAILABLE until its HW is back
+        return None
+    return (low, high) if high == 60 else None
