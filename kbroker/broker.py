@@ -30,6 +30,7 @@ from kbroker.waiters import FetchWaiters
 
 if TYPE_CHECKING:
     from kbroker.auth import Authorizer
+    from kbroker.cluster.replica_manager import ReplicaManager
     from kbroker.cluster.runtime import ClusterRuntime
     from kbroker.coordinator_placement import CoordinatorPlacement
     from kbroker.group.runtime import GroupRuntime
@@ -61,6 +62,7 @@ class Broker:
     quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     placement: CoordinatorPlacement | None = None  # cluster mode: coordinators on their internal partitions' leaders
+    replicas: ReplicaManager | None = None  # cluster mode: followers fetch, leaders track them (high watermark, ISR)
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
 

@@ -270,11 +270,10 @@ _NON_NEGATIVE = Range(0)
 _POSITIVE = Range(1)
 _NO_CONTROLLER = "kbroker is one process with no KRaft controller or replication; accepted and ignored"
 _NO_THREADS = "kbroker runs one event loop, so thread counts do not apply; accepted and ignored"
-_SINGLE_NODE_RF = (
-    "the internal topics keep one replica, on the broker that creates them, in cluster mode too (their replication "
-    "is not implemented yet); accepted and ignored"
+_INTERNAL_RF = (
+    "used in cluster mode, where the internal topic is a replicated cluster topic; a broker alone keeps one replica"
 )
-_NO_REPLICATION_YET = "replication between brokers is not implemented yet; accepted and ignored"
+_SHARE_STATE_RF = "share groups keep their state on each broker, in one replica; accepted and ignored"
 _ZOOKEEPER_CONNECT = ZooKeeperConnect()
 _REPLICA_LIST = ReplicaList()
 _COMPRESSION = OneOf(("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer"))
@@ -541,21 +540,21 @@ _CLUSTER = [
     _p("broker.rack", STR, None, "Rack of this broker, registered in ZooKeeper and given to clients in Metadata.",
        note="Replica assignment is rack-unaware (the rack is reported, not used)."),
     _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other; unset: the first "
-       "listener.", note="Checked to name a listener; used once replication between brokers exists (not yet)."),
+       "listener.", note="Followers fetch and coordinators send markers on it; it must be PLAINTEXT."),
     _p("replica.lag.time.max.ms", LONG, 30000, "A follower that has not caught up for this long leaves the ISR.",
-       _NON_NEGATIVE, note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.min.bytes", INT, 1, "Least bytes a follower's fetch waits for.", note=_NO_REPLICATION_YET,
-       ignored=True),
-    _p("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch.", note=_NO_REPLICATION_YET,
-       ignored=True),
-    _p("replica.fetch.backoff.ms", INT, 1000, "Pause of a follower after a failed fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
-    _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE,
-       note=_NO_REPLICATION_YET, ignored=True),
-    _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically.",
-       note="Preferred-leader rebalancing is not implemented yet; accepted and ignored", ignored=True),
+       _NON_NEGATIVE),
+    _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE),
+    _p("replica.fetch.min.bytes", INT, 1, "Least bytes a follower's fetch waits for."),
+    _p("replica.fetch.wait.max.ms", INT, 500, "Longest wait of a follower's fetch."),
+    _p("replica.fetch.backoff.ms", INT, 1000, "Pause of a follower after a failed fetch.", _NON_NEGATIVE),
+    _p("replica.fetch.response.max.bytes", INT, 10485760, "Bytes a follower asks in a whole fetch.", _NON_NEGATIVE),
+    _p("auto.leader.rebalance.enable", BOOL, True, "Move leadership back to preferred replicas periodically "
+       "(the controller's imbalance check, every leader.imbalance.check.interval.seconds).",
+       note="Cluster mode (zookeeper.connect) only: a broker alone leads every partition."),
+    _p("leader.imbalance.check.interval.seconds", LONG, 300, "How often the controller checks whether leadership "
+       "should move back to preferred replicas (auto.leader.rebalance.enable).", _POSITIVE),
+    _p("leader.imbalance.per.broker.percentage", INT, 10, "Share (percent) of a broker's preferred partitions "
+       "others may lead before the imbalance check moves them back (Kafka's ZooKeeper-mode setting).", Range(0, 100)),
 ]
 
 _IGNORED = [
@@ -570,15 +569,15 @@ _IGNORED = [
        note=_NO_THREADS, ignored=True),
     _p("num.replica.fetchers", INT, 1, "Replica fetcher threads.", note=_NO_THREADS, ignored=True),
     _p("offsets.topic.replication.factor", SHORT, 3, "Replication factor of __consumer_offsets.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("transaction.state.log.replication.factor", SHORT, 3, "Replication factor of __transaction_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("transaction.state.log.min.isr", INT, 2, "min.insync.replicas of __transaction_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_INTERNAL_RF),
     _p("share.coordinator.state.topic.replication.factor", SHORT, 3, "Replication factor of __share_group_state.",
-       _POSITIVE, note=_SINGLE_NODE_RF, ignored=True),
+       _POSITIVE, note=_SHARE_STATE_RF, ignored=True),
     _p("share.coordinator.state.topic.min.isr", SHORT, 2, "min.insync.replicas of __share_group_state.", _POSITIVE,
-       note=_SINGLE_NODE_RF, ignored=True),
+       note=_SHARE_STATE_RF, ignored=True),
 ]
 
 _SHARE_GROUPS = [
@@ -788,7 +787,7 @@ _TOPIC_LIST = [
     _t("file.delete.delay.ms", LONG, "Wait before a deleted segment's files are removed.",
        _same("log.segment.delete.delay.ms"), _NON_NEGATIVE),
     _t("follower.replication.throttled.replicas", LIST, "Replicas throttled when followers replicate (no effect in "
-       "kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
+       "kbroker: replication is not throttled).", (), _REPLICA_LIST, default=(), ignored=True),
     _t("flush.messages", LONG, "Records appended before the partition is fsynced.", _same("log.flush.interval.messages"),
        _POSITIVE),
     _t("flush.ms", LONG, "Longest time appended data waits for an fsync.",
@@ -798,7 +797,7 @@ _TOPIC_LIST = [
     _t("kbroker.fsync.before.ack", BOOL, "kbroker only: fsync before acknowledging acks=all produce requests.",
        _same("kbroker.fsync.before.ack")),
     _t("leader.replication.throttled.replicas", LIST, "Replicas throttled when the leader serves followers (no "
-       "effect in kbroker: no replication).", (), _REPLICA_LIST, default=(), ignored=True),
+       "effect in kbroker: replication is not throttled).", (), _REPLICA_LIST, default=(), ignored=True),
     _t("local.retention.bytes", LONG, "Local size limit under tiered storage (-2: retention.bytes); no effect in "
        "kbroker: tiered storage is not offered.", _same("log.local.retention.bytes"), Range(-2), ignored=True),
     _t("local.retention.ms", LONG, "Local time limit under tiered storage (-2: retention.ms); no effect in kbroker: "

@@ -131,9 +131,14 @@ async def serve(
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
     broker.transactions = transactions = await start_transaction_coordinator(broker)
     if broker.cluster is not None:  # the coordinators follow the leaders of their internal partitions
+        from kbroker.cluster.replica_manager import ReplicaManager
         from kbroker.coordinator_placement import start_placement
 
+        broker.replicas = ReplicaManager(broker, broker.cluster)
+        broker.replicas.start()  # before the coordinators' listener: a partition replicates before it loads
         broker.placement = start_placement(broker)
+    if broker.cluster is None:  # a broker alone neither offers nor serves the APIs of a cluster
+        handlers = {key: h for key, h in handlers.items() if not h.cluster_only}
     registry = listeners.prepare(broker, handlers)
     if controls is not None:
         controls.attach(broker, registry)
@@ -182,11 +187,15 @@ async def serve(
         await http.stop()
     await shares.stop()
     await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
+    if broker.replicas is not None:  # other brokers' fetchers back off instead of keeping the drain busy
+        broker.replicas.begin_shutdown()
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
     await transactions.stop()
     if broker.placement is not None:
         await broker.placement.stop()
+    if broker.replicas is not None:
+        await broker.replicas.stop()
     if broker.cluster is not None:
         await broker.cluster.stop()  # the registration goes: the controller moves leadership away
     for conn in conns:

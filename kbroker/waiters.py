@@ -6,7 +6,10 @@ on_append event (LogManager.on_append, fired by UnifiedLog after each append, wh
 appends): the appended bytes are added to each waiter on the partition, and the ones
 that reached min_bytes complete. A
 timer completes the rest at max_wait_ms; ``wake`` completes them at once when a
-partition's log start moves or the partition goes away. The broker owns one
+partition's log start moves or the partition goes away. On a replicated partition (cluster mode) a
+consumer's wait counts no appends, which land above the high watermark it reads below: it wakes when
+the high watermark moves (`high_watermark_moved`, whatever min_bytes asked); a follower's wait counts
+appends as before. The broker owns one
 (`broker.fetch_waiters`). Nothing polls: a waiting fetch is a
 dict entry, a future and a timer handle, and costs no CPU until one of them fires.
 """
@@ -26,11 +29,12 @@ TopicPartition = tuple[str, int]
 class FetchWait:
     """One waiting fetch: how many bytes it still needs, and the future that wakes it."""
 
-    __slots__ = ("future", "missing")
+    __slots__ = ("future", "missing", "replica")
 
-    def __init__(self, future: asyncio.Future[None], missing: int) -> None:
+    def __init__(self, future: asyncio.Future[None], missing: int, replica: bool = False) -> None:
         self.future = future
         self.missing = missing
+        self.replica = replica  # a follower's fetch: reads to the log end
 
     def add(self, size: int) -> None:
         self.missing -= size
@@ -55,8 +59,16 @@ class FetchWaiters:
         """UnifiedLog's on_append listener."""
         waits = self._by_partition.get((log.topic, log.partition))
         if waits:
+            replicated = log.local.replicated
             for wait in list(waits):
-                wait.add(size)
+                if wait.replica or not replicated:
+                    wait.add(size)
+
+    def high_watermark_moved(self, key: TopicPartition) -> None:
+        """A replicated partition's high watermark moved: its consumers' fetches have new data to read."""
+        for wait in list(self._by_partition.get(key, ())):
+            if not wait.replica:
+                wait.wake()
 
     def notify(self, key: TopicPartition, size: int) -> None:
         waits = self._by_partition.get(key)
@@ -69,11 +81,13 @@ class FetchWaiters:
         for wait in list(self._by_partition.get(key, ())):
             wait.wake()
 
-    async def wait(self, keys: Iterable[TopicPartition], missing: int, timeout_ms: int) -> None:
+    async def wait(
+        self, keys: Iterable[TopicPartition], missing: int, timeout_ms: int, *, replica: bool = False
+    ) -> None:
         """Return once `missing` more bytes were appended to `keys`, or after `timeout_ms`."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[None] = loop.create_future()
-        wait = FetchWait(future, missing)
+        wait = FetchWait(future, missing, replica)
         keys = list(keys)
         for key in keys:
             self._by_partition.setdefault(key, set()).add(wait)

@@ -75,9 +75,6 @@ NOT_OFFERED = {
     39: "no delegation tokens",
     40: "no delegation tokens",
     41: "no delegation tokens",
-    43: "one node: every partition has its only replica as leader",
-    45: "one node: nothing to reassign",
-    46: "one node: nothing to reassign",
     55: "no KRaft quorum",
     57: "feature levels are fixed (kbroker/features.py)",
     64: "no KRaft controller",
@@ -98,6 +95,11 @@ RESTRICTED = {
     17: "SASL listeners only (docs/security.md)",
     36: "SASL listeners only (docs/security.md)",
 }
+
+
+# APIs offered only by brokers in a cluster (zookeeper.connect): a broker alone leads every partition with its
+# only replica, so it has no leader to elect and nowhere to move a replica to.
+CLUSTER_ONLY = "cluster mode (zookeeper.connect) only: a broker alone has nothing to elect or move"
 
 
 # What a newer Kafka version adds, where kbroker's newest version is older.
@@ -135,6 +137,8 @@ def table() -> str:
             note = "kbroker only"
         elif key in RESTRICTED:
             note = RESTRICTED[key]
+        elif handlers[key].cluster_only:
+            note = CLUSTER_ONLY
         elif mine[1] < kafka[1]:
             note = f"clients negotiate down to {mine[1]}; Kafka's {NEWER.get(key, 'newer versions')}"
         else:

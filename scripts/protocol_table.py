@@ -34,6 +34,8 @@ def table() -> str:
             lines.append(f"| {key} | {api_name(key)} | no | no | {flexible} | {declared} |")
             continue
         advertised = f"{handler.advertised_min}-{handler.max_version}"
+        if handler.cluster_only:
+            advertised += " (cluster mode)"
         implemented = f"{handler.min_version}-{handler.max_version}"
         lines.append(f"| {key} | {api_name(key)} | {advertised} | {implemented} | {flexible} | {declared} |")
     return "\n".join(lines)

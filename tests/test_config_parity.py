@@ -22,6 +22,7 @@ KBROKER_ONLY = {
     "zookeeper.connect",
     "zookeeper.session.timeout.ms",
     "zookeeper.connection.timeout.ms",
+    "leader.imbalance.per.broker.percentage",  # Kafka 4 (KRaft) dropped it; its ZooKeeper mode read it
     # the REST Proxy's consumer instances (Confluent REST Proxy's name)
     "consumer.instance.timeout.ms",
     # Kafka reads these too but does not list them: the authorizer's own settings (from the broker's

@@ -17,6 +17,7 @@ write that loses a race is simply decided again from a fresh read.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections import Counter
@@ -29,6 +30,7 @@ from kazoo.exceptions import KazooException, NoNodeError
 from kbroker.cluster.assignment import InvalidReplicaAssignment, assign_replicas, check_explicit_assignment
 from kbroker.cluster.controller import ControllerContext
 from kbroker.cluster.metadata import ClusterMetadata
+from kbroker.cluster.partition_moves import NotControllerError, PartitionMoves
 from kbroker.cluster.store import (
     BrokerIdInUseError,
     ClusterStore,
@@ -39,17 +41,13 @@ from kbroker.cluster.store import (
 from kbroker.cluster.zk import SessionState, ZkClient
 from kbroker.cluster.znodes import BrokerEndpoint, BrokerRegistration, TopicAssignment, ZnodeFormatError
 from kbroker.config import BrokerConfig
-from kbroker.log import LogManager, TopicExistsError
+from kbroker.log import LogManager, TopicExistsError, UnifiedLog
 
 log = structlog.get_logger(__name__)
 _T = TypeVar("_T")
 
 RETRY_SECONDS = 0.5
 PRODUCER_ID_BLOCK_SIZE = 1000  # as Kafka's controller hands them out
-
-
-class NotControllerError(Exception):
-    """This broker is not the controller (Kafka's NOT_CONTROLLER)."""
 
 
 class InvalidPartitionCount(ValueError):
@@ -72,6 +70,9 @@ class ClusterRuntime:
         self._task: asyncio.Task[None] | None = None
         self._spare_ids: tuple[int, int] | None = None  # the next producer id block, taken from ZooKeeper ahead
         self._refill: asyncio.Task[None] | None = None
+        self._imbalance_task: asyncio.Task[None] | None = None
+        self._emptying: dict[tuple[str, int], asyncio.Task[None]] = {}  # partitions whose records are going
+        self.moves = PartitionMoves(self)  # ElectLeaders, reassignments, the leader imbalance check
         # called with each new snapshot, after the local logs follow it (replication: who leads, who follows)
         self.metadata_listeners: list[Callable[[ClusterMetadata], None]] = []
 
@@ -93,6 +94,10 @@ class ClusterRuntime:
         log.info("broker_registered", broker_id=self.node_id, cluster_id=self.cluster_id, zookeeper=self.zk.hosts)
         await self._refresh()
         self._task = asyncio.get_running_loop().create_task(self._run(), name="cluster-metadata")
+        if self.config.get_bool("auto.leader.rebalance.enable"):
+            self._imbalance_task = asyncio.get_running_loop().create_task(
+                self.moves.check_imbalance(), name="leader-balance"
+            )
 
     async def _register(self, wait_s: float) -> None:
         """Register /brokers/ids/N. The registration of this broker's previous process (killed, its session
@@ -112,7 +117,7 @@ class ClusterRuntime:
                 await asyncio.sleep(RETRY_SECONDS)
 
     async def stop(self) -> None:
-        for task in (self._task, self._refill):
+        for task in (self._task, self._refill, self._imbalance_task, *self._emptying.values()):
             if task is not None:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
@@ -147,6 +152,13 @@ class ClusterRuntime:
         if self.lease is not None:
             log.warning("controller_resigned", broker_id=self.node_id, epoch=self.lease.epoch, reason=reason)
             self.lease = None
+
+    def refresh_soon(self) -> None:
+        """Read the cluster again (and act on it as controller) without waiting for a watch."""
+        self._dirty.set()
+
+    async def fenced(self, lease: ControllerLease) -> None:
+        await self._fenced(lease)
 
     async def _fenced(self, lease: ControllerLease) -> None:
         """A write found /controller_epoch moved on: step down, and give up /controller if this session still
@@ -203,12 +215,15 @@ class ClusterRuntime:
         self._delete_local_logs(removed)
         if self.lease is not None:
             await self._act_as_controller()
+        if self.lease is not None:
+            await self.moves.complete_reassignments()
         await self._create_local_logs()
         for listener in self.metadata_listeners:
             try:
                 listener(self.metadata)
             except Exception:  # noqa: BLE001 - one listener must not stop following the cluster
                 log.exception("metadata_listener_failed")
+        self._delete_unassigned_logs()  # after the listeners: replication has stopped following them
         async with self._changed:
             self._changed.notify_all()
 
@@ -249,6 +264,43 @@ class ClusterRuntime:
             if self.logs.topic(name) is not None:
                 self.logs.delete_topic(name)
                 log.info("topic_log_deleted", topic=name, reason="deleted_from_cluster")
+
+    def _delete_unassigned_logs(self) -> None:
+        """The replicas a reassignment moved away from this broker go: the topic's log when it holds none of
+        the topic's partitions any more, else the moved partition's records (its log, which every broker
+        holding a partition of the topic keeps, starts again empty at 0). Only the cluster's own topic (same
+        topic id) is touched."""
+        for name, assignment in self.metadata.topics.items():
+            local = self.logs.topic(name)
+            if local is None or local.topic_id != assignment.topic_id:
+                continue
+            if not any(self.node_id in replicas for replicas in assignment.partitions.values()):
+                self.logs.delete_topic(name)
+                log.info("topic_log_deleted", topic=name, reason="no_replica_assigned")
+                continue
+            for partition, replicas in assignment.partitions.items():
+                unified = self.logs.get_partition(name, partition)
+                key = (name, partition)
+                if self.node_id in replicas or unified is None or unified.log_end_offset == 0 or key in self._emptying:
+                    continue
+                self._emptying[key] = asyncio.get_running_loop().create_task(
+                    self._empty_replica(key, unified), name="replica-removal"
+                )
+
+    async def _empty_replica(self, key: tuple[str, int], unified: UnifiedLog) -> None:
+        await unified.local.idle()  # no flush may be in flight while the log is cut
+        assignment = self.metadata.topics.get(key[0])
+        replicas = None if assignment is None else assignment.partitions.get(key[1])
+        if replicas is None or self.node_id in replicas or unified.deleted:
+            self._emptying.pop(key, None)
+            return  # deleted meanwhile, or assigned here again
+        try:
+            unified.truncate_to(0)
+            log.info("replica_log_emptied", topic=key[0], partition=key[1], reason="no_replica_assigned")
+        except Exception as exc:  # noqa: BLE001 - a storage error leaves the records; the next refresh retries
+            log.error("replica_log_empty_failed", topic=key[0], partition=key[1], error=f"{type(exc).__name__}: {exc}")
+        finally:
+            self._emptying.pop(key, None)
 
     async def _create_local_logs(self) -> None:
         """A log for each topic in which this broker holds a replica (with the cluster's topic id and configs)."""
@@ -390,7 +442,7 @@ class ClusterRuntime:
                     f"Inconsistent replication factor between partitions, partition 0 has {factor} "
                     f"while partitions [{count}] has replication factor {len(added[count])}, respectively."
                 )
-        grown = TopicAssignment(name, current.topic_id, {**current.partitions, **added})
+        grown = dataclasses.replace(current, partitions={**current.partitions, **added})  # reassignments stay
         if validate_only:
             return grown
         try:

@@ -7,7 +7,8 @@
                                                          "listener_security_protocol_map":{..},"jmx_port":-1,
                                                          "timestamp":"MS","features":{}} (+ "rack")
     /brokers/topics/T                         {"version":2,"partitions":{"0":[1,2,3]},"adding_replicas":{},
-                                               "removing_replicas":{},"topic_id":UUID}
+                                               "removing_replicas":{},"topic_id":UUID} (a partition being
+                                               reassigned: "adding_replicas":{"0":[4]}, and so on)
     /brokers/topics/T/partitions/P/state      {"version":1,"leader":N,"leader_epoch":E,"controller_epoch":C,
                                                "isr":[..]}
     /config/topics/T                          {"version":1,"config":{name: value}}
@@ -22,7 +23,7 @@ import base64
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 CLUSTER_ID = "/cluster/id"
@@ -200,11 +201,17 @@ def decode_broker(broker_id: int, data: bytes) -> BrokerRegistration:
 
 @dataclass(frozen=True)
 class TopicAssignment:
-    """/brokers/topics/T: the topic id and each partition's replicas (the first is the preferred leader)."""
+    """/brokers/topics/T: the topic id and each partition's replicas (the first is the preferred leader).
+
+    While a partition is being reassigned (kbroker.cluster.reassignment) its replicas are the target's
+    followed by the original's others, `adding` names the target's new ones and `removing` the original's
+    that go; partitions not being reassigned have no entry there (Kafka 2.4+'s znode, KIP-455)."""
 
     topic: str
     topic_id: uuid.UUID
     partitions: Mapping[int, tuple[int, ...]]
+    adding: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    removing: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
 
 
 def encode_topic(assignment: TopicAssignment) -> bytes:
@@ -212,8 +219,8 @@ def encode_topic(assignment: TopicAssignment) -> bytes:
         {
             "version": 2,
             "partitions": {str(p): list(r) for p, r in sorted(assignment.partitions.items())},
-            "adding_replicas": {},
-            "removing_replicas": {},
+            "adding_replicas": {str(p): list(r) for p, r in sorted(assignment.adding.items()) if r},
+            "removing_replicas": {str(p): list(r) for p, r in sorted(assignment.removing.items()) if r},
             "topic_id": kafka_uuid(assignment.topic_id),
         }
     )
@@ -225,15 +232,26 @@ def decode_topic(topic: str, data: bytes) -> TopicAssignment:
     raw = value.get("partitions")
     if not isinstance(raw, dict):
         raise ZnodeFormatError(f"{what}: no partitions")
-    partitions: dict[int, tuple[int, ...]] = {}
+    partitions = _replica_lists(raw, what)
+    topic_id = value.get("topic_id")
+    return TopicAssignment(
+        topic,
+        parse_kafka_uuid(topic_id) if isinstance(topic_id, str) else uuid.UUID(int=0),
+        partitions,
+        {p: r for p, r in _replica_lists(value.get("adding_replicas") or {}, what).items() if r},
+        {p: r for p, r in _replica_lists(value.get("removing_replicas") or {}, what).items() if r},
+    )
+
+
+def _replica_lists(raw: Any, what: str) -> dict[int, tuple[int, ...]]:
+    if not isinstance(raw, dict):
+        raise ZnodeFormatError(f"{what}: not a map of partitions")
+    result: dict[int, tuple[int, ...]] = {}
     for key, replicas in raw.items():
         if not str(key).isdigit() or not isinstance(replicas, list) or not all(isinstance(r, int) for r in replicas):
             raise ZnodeFormatError(f"{what}: invalid partition {key!r}")
-        partitions[int(key)] = tuple(replicas)
-    topic_id = value.get("topic_id")
-    return TopicAssignment(
-        topic, parse_kafka_uuid(topic_id) if isinstance(topic_id, str) else uuid.UUID(int=0), partitions
-    )
+        result[int(key)] = tuple(replicas)
+    return result
 
 
 def encode_topic_config(config: Mapping[str, str]) -> bytes:

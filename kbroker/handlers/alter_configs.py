@@ -126,6 +126,11 @@ def _alter_topic(
     current = metadata.configs if metadata else {}
     overrides = check_topic_configs(ctx.broker, change(ctx, ResourceType.TOPIC, current, configs))
     if metadata is None:
+        cluster = ctx.broker.cluster
+        if cluster is not None and name in cluster.metadata.topics and not overrides:
+            # a cluster topic this broker holds no replica of keeps no configs here: removing overrides (as
+            # kafka-reassign-partitions --verify removes its throttles) has nothing to change on this broker
+            return
         raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{name}' does not exist.")
     if validate_only:
         return

@@ -18,6 +18,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
         for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
         if ctx.sasl is not None or h.api_key not in SASL_APIS  # SASL is offered on SASL listeners only
+        if ctx.broker.cluster is not None or not h.cluster_only  # elections and reassignments: cluster mode
     ]
     # transaction.version stays below 2, so clients keep the classic transaction protocol
     # (kbroker/features.py).

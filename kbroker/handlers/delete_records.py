@@ -4,7 +4,9 @@ Offset -1 means the high watermark. An offset beyond the high watermark (or belo
 -1) is OFFSET_OUT_OF_RANGE; a topic whose cleanup.policy lacks "delete" is
 POLICY_VIOLATION, as in Kafka. The answer's low_watermark is the log start offset
 afterwards (-1 on error). Whole segments below it are removed by the log's
-periodic duties; reads stop at it at once.
+periodic duties; reads stop at it at once. In cluster mode only the partition's leader deletes
+(NOT_LEADER_OR_FOLLOWER elsewhere); its followers move their log start to it as they fetch, but the
+answer does not wait for them (Kafka's DelayedDeleteRecords does).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
+from kbroker.handlers._leadership import leader_epoch
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
@@ -41,6 +44,8 @@ def _delete(ctx: RequestContext, topic: str, index: int, offset: int) -> dict[st
     log = ctx.broker.logs.get_log(topic, index)
     if log is None:
         return _answer(index, missing_log_error(ctx, topic, index))
+    if leader_epoch(ctx, topic, index) is None:  # cluster mode: the leader's log start; followers follow it
+        return _answer(index, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if not log.config.delete_enabled:
         return _answer(index, ErrorCode.POLICY_VIOLATION)
     try:

@@ -36,12 +36,12 @@ ZERO_UUID = b"\x00" * 16
 
 @handles(ApiKey.DESCRIBE_TOPIC_PARTITIONS, "0")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    logs = ctx.broker.logs
+    known = _known_topics(ctx)
     named = [t["name"] for t in request["topics"]]
     cursor = request["cursor"]
     start_topic = cursor["topic_name"] if cursor is not None else ""
     every_topic = not named
-    candidates = sorted({n for n in (logs.topics() if every_topic else named) if n >= start_topic})
+    candidates = sorted({n for n in (known if every_topic else named) if n >= start_topic})
     if cursor is not None and ((not every_topic and start_topic not in candidates) or cursor["partition_index"] < 0):
         return {
             "throttle_time_ms": 0,
@@ -61,15 +61,16 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if remaining == 0:
             next_cursor = {"topic_name": name, "partition_index": 0}
             break
-        meta = logs.topic(name)
-        if meta is None:
+        found = known.get(name)
+        if found is None:
             if not every_topic:
                 topics.append(_error(_missing_topic_error(name), name))
             continue
+        topic_id, count = found
         first = cursor["partition_index"] if cursor is not None and name == start_topic else 0
-        upper = min(meta.partitions, first + remaining)
-        topics.append(_topic(ctx, name, meta.topic_id.bytes, range(first, upper)))
-        if upper < meta.partitions:
+        upper = min(count, first + remaining)
+        topics.append(_topic(ctx, name, topic_id, range(first, upper)))
+        if upper < count:
             next_cursor = {"topic_name": name, "partition_index": upper}
             break
         remaining -= max(upper - first, 0)
@@ -78,6 +79,17 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     if not every_topic:
         topics += denied
     return {"throttle_time_ms": 0, "topics": topics, "next_cursor": next_cursor}
+
+
+def _known_topics(ctx: RequestContext) -> dict[str, tuple[bytes, int]]:
+    """Topic id and partition count of every topic this broker describes: its logs' topics and, in cluster
+    mode, the cluster's (a broker describes the topics it holds no replica of, as any Kafka broker does)."""
+    known = {name: (meta.topic_id.bytes, meta.partitions) for name, meta in ctx.broker.logs.topics().items()}
+    cluster = ctx.broker.cluster
+    if cluster is not None:
+        for name, assignment in cluster.metadata.topics.items():
+            known[name] = (assignment.topic_id.bytes, len(assignment.partitions))
+    return known
 
 
 def _topic(ctx: RequestContext, name: str, topic_id: bytes, indexes: range) -> dict[str, Any]:

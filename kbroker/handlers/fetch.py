@@ -16,6 +16,12 @@ As in Kafka (KafkaApis.handleFetchRequest, ReplicaManager.fetchMessages):
   accepts as "full fetches only". A non-zero session id with a positive epoch names a
   session that cannot exist: FETCH_SESSION_ID_NOT_FOUND; id 0 with a positive epoch:
   INVALID_FETCH_SESSION_EPOCH.
+A follower's fetch (replica_id >= 0, cluster mode; Kafka's replica fetch path) reads to the log end
+offset, is first checked against its LastFetchedEpoch (the leader's epoch cache: a follower whose last
+epoch ended earlier here, or is unknown here, gets DivergingEpoch and no records, and truncates), and
+reports its fetch offset to the leader's replica state (kbroker.cluster.replica_manager: the high
+watermark, the ISR). Its long poll counts appends; a consumer's on a replicated partition wakes when
+the high watermark moves.
 Batches go out as FileChunks (kbroker.sendfile): the connection sends them with
 os.sendfile, so the record bytes never pass through Python.
 """
@@ -98,7 +104,7 @@ async def _long_poll(ctx: RequestContext, request: dict[str, Any], missing: int)
     keys = [(t["topic"], p["partition"]) for t in request["topics"] for p in t["partitions"]]
     waiters = ctx.broker.fetch_waiters
     if request["isolation_level"] != READ_COMMITTED:
-        await waiters.wait(keys, missing, request["max_wait_ms"])
+        await waiters.wait(keys, missing, request["max_wait_ms"], replica=_is_replica(ctx, request))
         response, _, _ = read_partitions(ctx, request)
         return response
     loop = asyncio.get_running_loop()
@@ -118,6 +124,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     total = 0
     failed = False
     read_committed = request["isolation_level"] == READ_COMMITTED
+    replica_id = request.get("replica_id", -1) if _is_replica(ctx, request) else -1
     responses = []
     readable = (
         None if ctx.broker.authorizer is None else ctx.authorized(READ, TOPIC, [t["topic"] for t in request["topics"]])
@@ -128,7 +135,9 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         for p in topic["partitions"]:
             index = p["partition"]
             log = logs.get_partition(name, index)
-            code, _ = leadership_error(ctx, name, index, p["current_leader_epoch"])
+            code, current_epoch = leadership_error(ctx, name, index, p["current_leader_epoch"])
+            if replica_id >= 0 and ctx.broker.replicas is not None and ctx.broker.replicas.shutting_down:
+                code = ErrorCode.NOT_LEADER_OR_FOLLOWER  # stopping: the follower backs off
             if readable is not None and name not in readable:
                 code = ErrorCode.TOPIC_AUTHORIZATION_FAILED
             elif log is None:
@@ -139,6 +148,12 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                 continue
             assert log is not None
             fetch_offset = p["fetch_offset"]
+            if replica_id >= 0:
+                diverging = _diverging_epoch(log, p, current_epoch)
+                if diverging is not None:
+                    partitions.append(diverging)
+                    failed = True  # answer now: the follower truncates first
+                    continue
             try:
                 last_stable = log.last_stable_offset()
                 result = log.read(
@@ -146,7 +161,12 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
                     min(p["partition_max_bytes"], limit),
                     max_offset=last_stable if read_committed else None,
                     min_one_batch=min_one_batch,
+                    to_log_end=replica_id >= 0,
                 )
+                if replica_id >= 0:
+                    assert ctx.broker.replicas is not None
+                    ctx.broker.replicas.follower_fetch(log, replica_id, fetch_offset, result.log_end_offset)
+                    result.high_watermark = log.high_watermark
             except OffsetOutOfRangeError:
                 partitions.append(_error(index, ErrorCode.OFFSET_OUT_OF_RANGE))
                 failed = True
@@ -178,6 +198,29 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         responses.append({"topic": name, "partitions": partitions})
     response = {"throttle_time_ms": 0, "error_code": 0, "session_id": NO_SESSION, "responses": responses}
     return response, total, failed
+
+
+def _is_replica(ctx: RequestContext, request: dict[str, Any]) -> bool:
+    return request.get("replica_id", -1) >= 0 and ctx.broker.replicas is not None
+
+
+def _diverging_epoch(log: UnifiedLog, partition: dict[str, Any], current_epoch: int) -> dict[str, Any] | None:
+    """A follower's answer when its last fetched epoch does not end where its log does here (Kafka's
+    Partition.fetchRecords): the epoch and end offset it must truncate to, no records."""
+    last_fetched = partition["last_fetched_epoch"]
+    if last_fetched < 0:
+        return None
+    epoch, end_offset = log.end_offset_for_epoch(last_fetched, current_epoch)
+    if epoch >= last_fetched and end_offset >= partition["fetch_offset"]:
+        return None
+    answer = _error(partition["partition"], ErrorCode.NONE)
+    answer.update(
+        high_watermark=log.high_watermark,
+        last_stable_offset=log.last_stable_offset(),
+        log_start_offset=log.log_start_offset,
+        diverging_epoch={"epoch": epoch, "end_offset": end_offset},
+    )
+    return answer
 
 
 def _aborted(log: UnifiedLog, fetch_offset: int, result: LogReadResult, bound: int) -> list[dict[str, int]]:

@@ -10,8 +10,11 @@ UNSUPPORTED_VERSION for that partition (Kafka's ReplicaManager check). v10's Tim
 bounds remote reads, so it is ignored. A timestamp T >= 0: the first record whose timestamp is >= T, found inside its
 batch; timestamp and offset -1 when no record qualifies, or (read_committed) when the one
 found is at or past the last stable offset, as Kafka bounds lookups by the last fetchable offset.
-Answers carry leader epoch 0, the only epoch. A partition listed twice gets
-INVALID_REQUEST, as in Kafka.
+Answers carry the leader epoch (0 on a broker alone). A partition listed twice gets
+INVALID_REQUEST, as in Kafka. A new leader whose high watermark has not yet reached the start of its
+leader epoch (its followers have not fetched from it yet: cluster mode) answers -1 latest and a timestamp
+found with OFFSET_NOT_AVAILABLE, which clients retry (Kafka's guard against an offset going back on
+failover).
 """
 
 from __future__ import annotations
@@ -81,6 +84,10 @@ def _list_offset(
         return _error(index, code)
     if timestamp in REMOTE_ONLY:
         return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    replicas = ctx.broker.replicas
+    lagging = replicas is not None and replicas.high_watermark_lags_epoch(log)
+    if lagging and timestamp == LATEST_TIMESTAMP:
+        return _error(index, ErrorCode.OFFSET_NOT_AVAILABLE)
     try:
         found = log.local.fetch_offset_by_timestamp(timestamp)
         if read_committed and timestamp not in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
@@ -94,6 +101,8 @@ def _list_offset(
         return _error(index, ErrorCode.KAFKA_STORAGE_ERROR)
     if found is None:
         return {"partition_index": index, "error_code": 0, "timestamp": -1, "offset": -1, "leader_epoch": -1}
+    if lagging and timestamp >= 0:
+        return _error(index, ErrorCode.OFFSET_NOT_AVAILABLE)
     return {
         "partition_index": index,
         "error_code": 0,

@@ -19,11 +19,14 @@ fails too). A refused batch appends nothing.
 A partition named more than once in a request (in one topic entry or in two) is
 answered once, and only its last batch is appended: Kafka keys the request's
 partitions by topic and partition, so a later entry replaces an earlier one.
-`timeout_ms` bounds how long Kafka waits for follower replicas under acks=-1; with
-one replica per partition nothing waits for them, and Kafka ignores it (0 and
-negative values included): so does kbroker. An fsync before the answer
-(kbroker.fsync.before.ack, flush.messages) is not bounded by it either: Kafka's
-flush.messages also fsyncs inside the append.
+acks=-1 on a replicated partition (cluster mode, kbroker.cluster.replica_manager) is refused before
+the append with NOT_ENOUGH_REPLICAS while the ISR is smaller than min.insync.replicas (the topic's, else
+the broker's); otherwise it is answered once the high watermark covers the batch (Kafka's
+DelayedProduce), with NOT_ENOUGH_REPLICAS_AFTER_APPEND if the ISR shrank below min.insync.replicas by
+then, REQUEST_TIMED_OUT after `timeout_ms`, NOT_LEADER_OR_FOLLOWER if leadership moved meanwhile.
+With one replica per partition nothing waits for followers and `timeout_ms` is ignored, as in Kafka
+(0 and negative values included). An fsync before the answer (kbroker.fsync.before.ack,
+flush.messages) is not bounded by it either: Kafka's flush.messages also fsyncs inside the append.
 
 Producer ids: until InitProducerId is served, no client can own one, so batches
 carrying a producer id are refused with UNKNOWN_PRODUCER_ID. Once it is, the batch goes to
@@ -73,6 +76,10 @@ _LENGTH = struct.Struct(">i")
 # the broker's own topics: as in Kafka, only a client calling itself "__admin_client" may append to them
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ADMIN_CLIENT_ID = "__admin_client"
+
+
+# an appended partition whose answer waits: (result, log, append, fsync first, wait for the ISR)
+Pending = tuple[dict[str, Any], UnifiedLog, AppendInfo, bool, bool]
 
 
 class PartitionError(Exception):
@@ -200,7 +207,7 @@ def _produce(
     verified: frozenset[tuple[str, int]] = frozenset(),
 ) -> Any:
     acks = request["acks"]
-    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]] = []
+    pending: list[Pending] = []
     refused: list[str] = []
     failed = False
     responses = []
@@ -228,7 +235,7 @@ def _produce(
             raise KafkaProtocolError(ErrorCode.UNKNOWN_SERVER_ERROR, "acks=0 produce failed: closing as Kafka does")
         return None
     if pending:
-        return _after_flush(ctx, pending, response)
+        return _after_acks(ctx, pending, response, request["timeout_ms"])
     return response
 
 
@@ -247,7 +254,7 @@ def _produce_partition(
     topic: str,
     partition: dict[str, Any],
     acks: int,
-    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
+    pending: list[Pending],
     refused: list[str],
     verified: frozenset[tuple[str, int]] = frozenset(),
 ) -> dict[str, Any]:
@@ -260,6 +267,11 @@ def _produce_partition(
         return _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER, log, None)
     if topic in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
         return _error(index, ErrorCode.INVALID_TOPIC_EXCEPTION, log, f"cannot append to internal topic {topic}")
+    replicas = ctx.broker.replicas
+    replicated = acks == -1 and replicas is not None and replicas.replicated(topic, index)
+    if replicated and replicas is not None and replicas.isr_too_small(topic, index):
+        message = f"the ISR is smaller than min.insync.replicas {replicas.min_insync_replicas(topic)}"
+        return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, log, message)
     try:
         batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
         if (topic, index) not in verified:  # (asked of another broker's coordinator: cluster mode)
@@ -287,8 +299,9 @@ def _produce_partition(
         "error_message": None,
     }
     # the same rule as PartitionLog.wait_for_ack, checked here so that most produces need no coroutine
-    if info.flush_required or (acks == -1 and log.config.fsync_before_ack):
-        pending.append((result, log, info))
+    flush = info.flush_required or (acks == -1 and log.config.fsync_before_ack)
+    if flush or replicated:
+        pending.append((result, log, info, flush, replicated))
     return result
 
 
@@ -372,17 +385,27 @@ def _error(
     }
 
 
-async def _after_flush(
-    ctx: RequestContext,
-    pending: list[tuple[dict[str, Any], UnifiedLog, AppendInfo]],
-    response: dict[str, Any],
+async def _after_acks(
+    ctx: RequestContext, pending: list[Pending], response: dict[str, Any], timeout_ms: int
 ) -> dict[str, Any]:
-    """Answer once every appended partition that needs it is fsynced (one group commit per log)."""
-    outcomes = await asyncio.gather(
-        *(log.local.flush(info.last_offset + 1) for _, log, info in pending), return_exceptions=True
-    )
-    for (result, log, _), outcome in zip(pending, outcomes, strict=True):
-        if isinstance(outcome, BaseException):
-            ctx.log.error("produce_flush_failed", partition=result["index"], error=str(outcome))
-            result.update(_error(result["index"], ErrorCode.KAFKA_STORAGE_ERROR, log, None))
+    """Answer once every appended partition that needs it is fsynced (one group commit per log) and, with
+    acks=-1 on a replicated partition, in its ISR's hands."""
+    outcomes = await asyncio.gather(*(_acknowledged(ctx, p, timeout_ms) for p in pending))
+    for (result, log, *_), code in zip(pending, outcomes, strict=True):
+        if code is not ErrorCode.NONE:
+            result.update(_error(result["index"], code, log, None))
     return response
+
+
+async def _acknowledged(ctx: RequestContext, pending: Pending, timeout_ms: int) -> ErrorCode:
+    result, log, info, flush, replicated = pending
+    if flush:
+        try:
+            await log.local.flush(info.last_offset + 1)
+        except Exception as failure:  # noqa: BLE001 - the partition's answer, not the request's
+            ctx.log.error("produce_flush_failed", partition=result["index"], error=str(failure))
+            return ErrorCode.KAFKA_STORAGE_ERROR
+    if replicated:
+        assert ctx.broker.replicas is not None
+        return await ctx.broker.replicas.wait_for_replication(log, info.last_offset + 1, timeout_ms)
+    return ErrorCode.NONE

@@ -33,6 +33,7 @@ class Handler:
     is_async: bool
     request: Message
     response: Message
+    cluster_only: bool = False  # offered in cluster mode (zookeeper.connect) only
 
     def supports(self, version: int) -> bool:
         return self.min_version <= version <= self.max_version
@@ -41,8 +42,11 @@ class Handler:
 HANDLERS: dict[int, Handler] = {}
 
 
-def handles(api_key: int, versions: str, *, advertise_min: int | None = None) -> Callable[[HandlerFunc], HandlerFunc]:
-    """Register `func` as the handler of `api_key` for `versions` ("min-max")."""
+def handles(
+    api_key: int, versions: str, *, advertise_min: int | None = None, cluster_only: bool = False
+) -> Callable[[HandlerFunc], HandlerFunc]:
+    """Register `func` as the handler of `api_key` for `versions` ("min-max"); `cluster_only`: an API that
+    means something only among several brokers (neither advertised nor served by a broker alone)."""
     span = parse_versions(versions)
 
     def register(func: HandlerFunc) -> HandlerFunc:
@@ -61,6 +65,7 @@ def handles(api_key: int, versions: str, *, advertise_min: int | None = None) ->
             is_async=inspect.iscoroutinefunction(func),
             request=request,
             response=response,
+            cluster_only=cluster_only,
         )
         return func
 

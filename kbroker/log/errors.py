@@ -20,6 +20,11 @@ class NotCoordinatorError(LogError):
     """A coordinator write to an internal partition this broker no longer leads (cluster mode)."""
 
 
+class NotEnoughReplicasError(LogError):
+    """An acks=all write the in-sync replicas did not confirm (too few of them, a timeout, leadership lost):
+    a coordinator answers COORDINATOR_NOT_AVAILABLE and the client retries, as Kafka's do."""
+
+
 class OffsetOutOfRangeError(LogError):
     """An offset outside [log start offset, log end offset]: OFFSET_OUT_OF_RANGE (1)."""
 

@@ -88,8 +88,8 @@ class LeaderEpochCache:
             if latest.epoch == epoch and start_offset >= latest.start_offset:
                 return False
         kept = [e for e in self.entries if e.epoch < epoch and e.start_offset < start_offset]
-        if len(kept) != len(self.entries):
-            removed = self.entries[len(kept) :]
+        removed = self.entries[len(kept) :]
+        if any(e.epoch >= epoch for e in removed):  # (a lower epoch starting here had no data: no news)
             log.warning(
                 "leader_epoch_entries_replaced",
                 path=str(self.path),

@@ -654,6 +654,22 @@ class PartitionLog:
         )
         return True
 
+    @_storage_errors
+    def truncate_fully_and_start_at(self, offset: int, now: int | None = None) -> None:
+        """Drop every segment and start again empty at `offset` (Kafka's truncateFullyAndStartAt: a follower
+        whose leader no longer has the offsets it would fetch next, its log start having passed them). No
+        flush may be in flight (await `idle()` first)."""
+        if self._commit.in_flight:
+            raise KafkaStorageError(f"{self.directory.name}: truncation while a flush is in flight")
+        now = now_ms() if now is None else now
+        for segment in self.segments:
+            segment.mark_deleted()
+            self._deleted.append((now + self.config.file_delete_delay_ms, segment))
+        self.segments = [LogSegment.create(self.directory, offset, self.config, self.files)]
+        self._bases = [offset]
+        self.log_start_offset = self.recovery_point = self._high_watermark = offset
+        log.info("log_truncated_fully", topic=self.topic, partition=self.partition, start_offset=offset)
+
     def purge_deleted_segments(self, now: int | None = None, force: bool = False) -> int:
         """Close and remove segments deleted more than file.delete.delay.ms ago; return how many."""
         if self._commit.in_flight and not force:

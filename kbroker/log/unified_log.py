@@ -28,7 +28,7 @@ from __future__ import annotations
 import enum
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import structlog
@@ -66,6 +66,8 @@ _PRODUCER_ID = struct.Struct(">q")
 PRODUCER_ID_AT = 43  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, delta 4, timestamps 16
 
 AppendListener = Callable[["UnifiedLog", AppendInfo, int], None]
+# cluster mode: returns once the partition's in-sync replicas hold every offset below the given one (acks=all)
+ReplicationWait = Callable[["UnifiedLog", int], Awaitable[None]]
 
 
 class AppendOrigin(enum.Enum):
@@ -106,6 +108,7 @@ class UnifiedLog:
         self.producer_config = producer_config or ProducerStateConfig()
         self.on_append: list[AppendListener] = [] if on_append is None else on_append  # may be shared
         self.deleted = False
+        self.replication_wait: ReplicationWait | None = None  # set by the cluster for a replicated partition
         self._state: _State | None = None  # loaded on first use; None again after a failure
         self._snapshot_offset = -1
         self._segment_base = local.active_segment.base_offset
@@ -149,7 +152,11 @@ class UnifiedLog:
         )
 
     async def wait_for_ack(self, info: AppendInfo, acks: int) -> None:
+        """Once `info`'s append may be acknowledged: fsynced when the config asks, and with acks=all on a
+        replicated partition once the ISR has it (NotEnoughReplicasError otherwise)."""
         await self.local.wait_for_ack(info, acks)
+        if acks == -1 and self.replication_wait is not None:
+            await self.replication_wait(self, info.last_offset + 1)
 
     # -- leader epochs ----------------------------------------------------------------
     def _load_leader_epochs(self) -> LeaderEpochCache:
@@ -175,6 +182,11 @@ class UnifiedLog:
             self.leader_epochs.assign(epoch, start_offset)
         except OSError as error:
             raise KafkaStorageError(f"{self._name}: leader epoch checkpoint failed: {error}") from error
+
+    def assign_leader_epoch(self, epoch: int) -> None:
+        """This replica becomes the partition's leader at `epoch`: the epoch starts at the log end offset
+        (Kafka's maybeAssignEpochStartOffset), so followers' divergence checks see it before any write."""
+        self._assign_epoch(epoch, self.local.log_end_offset)
 
     def end_offset_for_epoch(self, epoch: int, current_epoch: int = -1) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch and a follower's divergence check: see
@@ -264,6 +276,12 @@ class UnifiedLog:
         local = self.local
         bases = [segment.base_offset for segment in local.segments]
         if not local.truncate_to(offset):
+            # as Kafka: an epoch recorded at the log end with no data under it (a leader that wrote nothing
+            # before another was elected) contradicts the new leader's log: it goes all the same
+            try:
+                self.leader_epochs.truncate_from_end(local.log_end_offset)
+            except OSError as error:
+                raise KafkaStorageError(f"{self._name}: leader epoch checkpoint failed: {error}") from error
             return False
         try:
             self.leader_epochs.truncate_from_end(local.log_end_offset)
@@ -281,6 +299,27 @@ class UnifiedLog:
         self._segment_base = local.active_segment.base_offset
         self.load_state()
         return True
+
+    def truncate_fully_and_start_at(self, offset: int) -> None:
+        """Start again empty at `offset` (Kafka's truncateFullyAndStartAt, for a follower whose leader's log
+        start passed its log end): no segment, epoch, producer snapshot or aborted index is kept. No flush may
+        be in flight (await `local.idle()`)."""
+        if self.deleted:
+            raise LogOfflineError(f"{self.topic}-{self.partition} was deleted")
+        local = self.local
+        bases = [segment.base_offset for segment in local.segments]
+        local.truncate_fully_and_start_at(offset)
+        try:
+            self.leader_epochs.clear()
+            delete_snapshots(path for _, path in list_snapshots(local.directory))
+            for base in bases:
+                index_path(local.directory, base).unlink(missing_ok=True)
+        except OSError as error:
+            raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
+        self._state = None
+        self._snapshot_offset = -1
+        self._segment_base = local.active_segment.base_offset
+        self.load_state()
 
     def _appended(self, info: AppendInfo, size: int) -> None:
         for listener in self.on_append:

@@ -40,9 +40,11 @@ def test_cluster_settings_with_kafka_names() -> None:
     assert config.get_bool("unclean.leader.election.enable") is True
     assert config.get_int("replica.lag.time.max.ms") == 10000
     assert config.get_str("broker.rack") == "r1"
-    # not yet effective settings say so, and are reported as ignored
-    assert "replica.fetch.max.bytes" in config.ignored_settings()
-    assert "not implemented yet" in (BROKER_PROPERTIES["replica.lag.time.max.ms"].note or "")
+    # the replication settings are effective (the follower fetcher and the leader's ISR use them)
+    assert config.get_int("replica.fetch.max.bytes") == 2097152
+    assert config.get_int("min.insync.replicas") == 2
+    assert not {"replica.fetch.max.bytes", "replica.lag.time.max.ms"} & set(config.ignored_settings())
+    assert BROKER_PROPERTIES["replica.lag.time.max.ms"].note is None
 
 
 @pytest.mark.parametrize(

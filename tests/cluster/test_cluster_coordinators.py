@@ -354,12 +354,10 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
         lambda: coordinator not in {leader_of(cluster, survivors[0], "work", p) for p in range(3)},
         what="new leaders of work",
     )
-    # Whatever of the partitions' data survived the failover, the coordinators' state must have survived
-    # too: both are replicated alike. (Until followers replicate, the partitions the killed broker led
-    # come back empty on their new leaders, and so do its internal partitions: nothing to compare then.)
-    replicated = all(end >= before_ends[p] for p, end in high_watermarks(seed, "work").items())
-    if replicated:
-        assert committed_offsets(seed, "workers") == before_ends
+    # the partitions' data and the coordinators' state (their internal partitions) survived the failover:
+    # followers replicated both before the kill
+    assert all(end >= before_ends[p] for p, end in high_watermarks(seed, "work").items())
+    assert committed_offsets(seed, "workers") == before_ends
     produce(seed, "work", [(p, f"after{p}") for p in range(3)])
     ends = read_to_values(consumer, {f"after{p}" for p in range(3)})  # (a rebalance may repeat some records)
     commit_offsets(consumer, ends)  # through the new coordinator
@@ -375,9 +373,9 @@ def test_group_and_transactions_move_when_their_coordinator_is_killed(cluster: C
     successor.commit_transaction(30)
     after = describe_transaction(cluster, new_txn_coordinator, txn_id)
     assert after["transaction_state"] == "CompleteCommit"
-    if replicated:  # the id's state moved with its partition: the successor bumped the same producer's epoch
-        assert after["producer_id"] == before["producer_id"]
-        assert after["producer_epoch"] > before["producer_epoch"]
+    # the id's state moved with its partition: the successor bumped the same producer's epoch
+    assert after["producer_id"] == before["producer_id"]
+    assert after["producer_epoch"] > before["producer_epoch"]
     in_txn = {"txn-after0", "txn-after1", "txn-after2"}
     assert in_txn <= set(read_all(seed, "work", 3, "read_committed", until=lambda seen: in_txn <= set(seen)))
 

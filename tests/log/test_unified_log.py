@@ -315,3 +315,39 @@ def test_the_high_watermark_moves_apart_from_the_log_end_once_replicated(log: Un
     assert log.high_watermark == log.log_end_offset == 3
     log.local.start_replication(high_watermark=1)
     assert log.high_watermark == 1
+
+
+def test_truncate_to_at_the_log_end_drops_an_epoch_with_no_data(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.assign_leader_epoch(2)  # became leader at 2, wrote nothing, lost the leadership
+    assert epochs(log) == [(1, 0), (2, 2)]
+    assert not log.truncate_to(2)  # nothing to cut but the epoch the new leader never had
+    assert epochs(log) == [(1, 0)] and log.log_end_offset == 2
+    log.local.close()
+
+
+def test_truncate_fully_and_start_at_a_leaders_log_start(tmp_path: Path) -> None:
+    log = open_log(tmp_path / "t-0")
+    log.append_as_leader(make_batch(2), AppendOrigin.COORDINATOR, leader_epoch=1)
+    log.append_as_leader(txn_batch(7, 0), AppendOrigin.COORDINATOR, leader_epoch=1)  # 2-3
+    log.append_as_leader(marker(7, commit=False), AppendOrigin.MARKER)  # 4: aborted
+    log.take_snapshot()
+    log.local.start_replication()
+    log.truncate_fully_and_start_at(20)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (20, 20, 20)
+    assert epochs(log) == [] and log.producer_state().producers == {}
+    assert log.collect_aborted(0, 30) == [] and stored(log) == b""
+    leader = open_log(tmp_path / "leader-0")
+    leader.append_as_leader(make_batch(20), AppendOrigin.COORDINATOR, leader_epoch=1)
+    leader.append_as_leader(make_batch(3), AppendOrigin.COORDINATOR, leader_epoch=2)
+    log.append_as_follower(bytearray(leader.local.read(20, 1 << 20, to_log_end=True).read()))
+    assert (log.log_start_offset, log.log_end_offset) == (20, 23) and epochs(log) == [(2, 20)]
+    log.local.close()
+    reopened = open_log(tmp_path / "t-0")
+    assert (reopened.log_start_offset, reopened.log_end_offset) == (20, 23)
+    assert reopened.collect_aborted(0, 30) == [] and epochs(reopened) == [(2, 20)]
+    left = [p.name for p in (tmp_path / "t-0").iterdir() if not p.name.endswith(".deleted")]
+    assert not [name for name in left if name.startswith("00000000000000000000")], left
+    reopened.local.close()
+    leader.local.close()
