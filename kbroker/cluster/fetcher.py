@@ -99,6 +99,7 @@ class ReplicaFetcher:
         self._task: asyncio.Task[None] | None = None
         self.fetches = 0
         self.failing = False
+        self._last_errors: Counter[str] = Counter()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"replica-fetcher-{self.source}")
@@ -206,8 +207,9 @@ class ReplicaFetcher:
                     level = log.error if isinstance(error, KafkaStorageError) else log.warning
                     level("replica_fetch_append_failed", topic=key[0], partition=key[1], error=str(error)[:300])
                     followed.delayed_until = asyncio.get_running_loop().time() + self.config.backoff_ms / 1000
-        if errors:
+        if errors and errors != self._last_errors:  # once per change, not every retry of a lasting refusal
             log.info("replica_fetch_partition_errors", source=self.source, **errors)
+        self._last_errors = errors
 
     async def _process_partition(self, key: TopicPartition, followed: FollowedPartition, data: dict[str, Any]) -> None:
         partition_log = followed.log

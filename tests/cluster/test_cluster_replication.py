@@ -3,7 +3,9 @@
   leader at the offset it was acknowledged with, none twice, in order; a consumer group carries on from its
   committed offsets;
 - a stopped follower leaves the ISR after replica.lag.time.max.ms; with two of three replicas down acks=all is
-  refused (NOT_ENOUGH_REPLICAS) while acks=1 is not; restarted followers rejoin the ISR;
+  refused (NOT_ENOUGH_REPLICAS) while acks=1 is not; restarted followers rejoin the ISR; a waiting acks=all
+  write times out (REQUEST_TIMED_OUT) or, when the ISR shrinks below min.insync.replicas meanwhile, fails
+  after its append (NOT_ENOUGH_REPLICAS_AFTER_APPEND);
 - a former leader that returns with records its followers never had truncates them: its log equals the new
   leader's;
 - a follower whose log end the leader's log start passed (DeleteRecords while it was down) starts again at
@@ -22,6 +24,8 @@ from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.api_keys import ApiKey
+from protocol.errors import ErrorCode
+from protocol.record_builder import SimpleRecord, build_record_batch
 from scripts.zookeeper import ZooKeeperServer
 from tests.cluster.test_cluster_brokers import Cluster, _brokers_seen, _partitions, wait_until
 from tests.process import RawClient
@@ -339,3 +343,49 @@ def _marks(consumer: Consumer) -> tuple[int, int] | None:
     except Exception:  # noqa: BLE001 - a new leader answers OFFSET_NOT_AVAILABLE until its HW is back
         return None
     return (low, high) if high == 60 else None
+
+
+def _produce_raw(bootstrap: str, value: bytes, timeout_ms: int) -> int:
+    """One acks=all Produce v9 of one record to partition 0 of "waits", bounded by `timeout_ms`: its error code."""
+    batch = build_record_batch([SimpleRecord(value=value)])
+    body = {
+        "transactional_id": None,
+        "acks": -1,
+        "timeout_ms": timeout_ms,
+        "topic_data": [{"name": "waits", "partition_data": [{"index": 0, "records": batch}]}],
+    }
+    with RawClient(bootstrap) as raw:
+        (topic,) = raw.call(ApiKey.PRODUCE, 9, body)["responses"]
+    return int(topic["partition_responses"][0]["error_code"])
+
+
+def test_acks_all_answers_as_the_isr_allows(cluster: Cluster) -> None:
+    """With both followers paused: REQUEST_TIMED_OUT after the request's timeout, then (the ISR shrinking to the
+    leader while it waits) NOT_ENOUGH_REPLICAS_AFTER_APPEND, then NOT_ENOUGH_REPLICAS before any append."""
+    lag = {"replica.lag.time.max.ms": "5000", "zookeeper.session.timeout.ms": "12000"}  # sessions outlive the lag
+    _start(cluster, **lag)
+    parts = _create(cluster, "waits", partitions=1)
+    leader = parts[0]["leader_id"]
+    bootstrap = cluster.brokers[leader].bootstrap
+    assert _produce_raw(bootstrap, b"replicated", 5000) == ErrorCode.NONE
+    paused = [cluster.brokers[n].proc for n in (1, 2, 3) if n != leader]
+    for process in paused:
+        assert process is not None
+        process.send_signal(signal.SIGSTOP)
+    try:
+        for process in paused:
+            assert process is not None
+            wait_until(lambda p=process: _stopped(p.pid), what="follower stopped")
+        assert _produce_raw(bootstrap, b"timed-out", 300) == ErrorCode.REQUEST_TIMED_OUT
+        assert _partitions(cluster, leader, "waits")[0]["isr_nodes"] != [leader]  # (the lag time is not over)
+        assert _produce_raw(bootstrap, b"isr-shrank", 20000) == ErrorCode.NOT_ENOUGH_REPLICAS_AFTER_APPEND
+        _settled(cluster, "waits", (leader,), lambda p: p["isr_nodes"] == [leader])  # as written in ZooKeeper
+        assert _produce_raw(bootstrap, b"refused", 5000) == ErrorCode.NOT_ENOUGH_REPLICAS
+    finally:
+        for process in paused:
+            assert process is not None
+            process.send_signal(signal.SIGCONT)
+    _settled(cluster, "waits", (1, 2, 3), lambda p: sorted(p["isr_nodes"]) == [1, 2, 3])
+    # the appended ones stay (acks=all failing after the append does not remove it, as in Kafka); the refused one
+    # was never appended
+    assert [v for _, v in _read(bootstrap, "waits", 0, 3)] == [b"replicated", b"timed-out", b"isr-shrank"]
