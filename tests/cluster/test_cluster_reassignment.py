@@ -284,17 +284,10 @@ def _normalized(text: str, data_dirs: list[str]) -> str:
 
 
 def test_the_tools_answer_as_against_kafka(cluster: Cluster, jvm: Any, tmp_path: Path) -> None:
-    """The same commands against Apache Kafka 4.3.1 (one node, scripts/kafka_ref.py) and a one-broker kbroker
+    """The same commands against Apache Kafka 4.3.1 (one node, tests/kafka_ref.py) and a one-broker kbroker
     cluster, both node 1 with a one-partition topic: the same output, data directories aside."""
-    import sys
+    from tests.kafka_ref import KafkaRef
 
-    from tests.process import REPO
-
-    sys.path.insert(0, str(REPO / "scripts"))
-    try:
-        from kafka_ref import KafkaRef
-    finally:
-        sys.path.remove(str(REPO / "scripts"))
     kafka = KafkaRef().start()
     try:
         _start(cluster, (1,))
