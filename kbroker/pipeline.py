@@ -243,6 +243,8 @@ class RequestPipeline:
                 self._close("SASL session expired (connections.max.reauth.ms)", "info", _request_fields(header))
                 return
         handler = self.handlers.get(header.api_key)
+        if handler is None:  # its API's first request (the registry loads handler modules on first use)
+            handler = self._first_use(header.api_key)
         if handler is None or not handler.supports(header.api_version):
             self.memory.release(held)
             if header.api_key == ApiKey.API_VERSIONS:
@@ -261,6 +263,11 @@ class RequestPipeline:
         self._dispatch(handler, header, body, held, frame)
         if sasl is not None and header.api_key in SASL_APIS:
             self._after_sasl_step(sasl)
+
+    def _first_use(self, api_key: int) -> Handler | None:
+        """The handler of an API not loaded yet, when the handlers are the broker's registry (which loads it)."""
+        load = getattr(self.handlers, "load", None)
+        return None if load is None else load(api_key)  # type: ignore[no-any-return]
 
     def _on_raw_sasl_token(self, frame: Frame, sasl: SaslSession) -> None:
         """A bare SASL token after a SaslHandshake v0: answered with a bare size-prefixed frame (empty
@@ -420,7 +427,8 @@ class RequestPipeline:
     def _respond_unsupported_api_versions(self, header: RequestHeader) -> None:
         """A too-new ApiVersions request is answered in the v0 layout with UNSUPPORTED_VERSION,
         listing only ApiVersions' own range, so the client can retry with a version we speak."""
-        own = self.handlers[ApiKey.API_VERSIONS]
+        own = self.handlers.get(ApiKey.API_VERSIONS) or self._first_use(ApiKey.API_VERSIONS)
+        assert own is not None
         body = {
             "error_code": int(ErrorCode.UNSUPPORTED_VERSION),
             "api_keys": [{"api_key": own.api_key, "min_version": own.min_version, "max_version": own.max_version}],

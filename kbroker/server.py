@@ -12,6 +12,7 @@ import contextlib
 import gc
 import signal
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -33,7 +34,7 @@ from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection
 from kbroker.group import start_group_coordinator
-from kbroker.handlers.registry import load_handlers
+from kbroker.handlers.registry import DECLARED, Handler, lazy_handlers, load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
@@ -89,7 +90,9 @@ async def serve(
     except OSError:
         listeners.close()
         raise
-    handlers = load_handlers()
+    cluster = config.zookeeper_connect is not None  # a broker alone neither offers nor serves a cluster's APIs
+    # each handler module loads at its API's first request
+    handlers: Mapping[int, Handler] = lazy_handlers(cluster)
     if controls is None and config.get_bool("kbroker.testing.admin.enable"):
         from kbroker.testing.controls import TestControls
 
@@ -97,7 +100,7 @@ async def serve(
         log.warning("testing_controls_enabled", reason="kbroker.testing.admin.enable=true: never in production")
     clock = REAL_CLOCK
     if controls is not None:
-        handlers = controls.faults.wrap(handlers)
+        handlers = controls.faults.wrap({k: h for k, h in load_handlers().items() if cluster or not h.cluster_only})
         clock = controls.clock
     dynamic_configs = ConfigRepository.load(config.data_dir)
     config = with_dynamic_configs(config, dynamic_configs)
@@ -137,8 +140,6 @@ async def serve(
         broker.replicas = ReplicaManager(broker, broker.cluster)
         broker.replicas.start()  # before the coordinators' listener: a partition replicates before it loads
         broker.placement = start_placement(broker)
-    if broker.cluster is None:  # a broker alone neither offers nor serves the APIs of a cluster
-        handlers = {key: h for key, h in handlers.items() if not h.cluster_only}
     registry = listeners.prepare(broker, handlers)
     if controls is not None:
         controls.attach(broker, registry)
@@ -172,7 +173,7 @@ async def serve(
         cluster_id=broker.cluster_id,  # in cluster mode, the cluster's (ZooKeeper's)
         node_id=config.node_id,
         **({"fresh_directory": True} if logs.fresh_directory else {"clean_start": logs.had_clean_shutdown}),
-        apis=len(handlers),
+        apis=sum(1 for d in DECLARED.values() if cluster or not d.cluster_only),
         startup_ms=round((time.monotonic() - begin) * 1000, 1),
         gc_frozen=gc.get_freeze_count(),
     )

@@ -1,4 +1,5 @@
-"""ApiVersions (18): the APIs and version ranges this broker implements, derived from the handler registry."""
+"""ApiVersions (18): the APIs and version ranges this broker implements, derived from the handler registry
+(the ranges the handler modules declare, including those of modules not loaded yet)."""
 
 from __future__ import annotations
 
@@ -6,19 +7,19 @@ from typing import Any
 
 from kbroker.context import RequestContext
 from kbroker.features import FINALIZED_FEATURES_EPOCH, finalized_features, supported_features
-from kbroker.handlers.registry import HANDLERS, handles
+from kbroker.handlers.registry import advertised, handles
 from protocol.api_keys import ApiKey
 
 SASL_APIS = frozenset({ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE})
+_ADVERTISED = {cluster: advertised(cluster) for cluster in (False, True)}  # elections and reassignments: cluster mode
 
 
 @handles(ApiKey.API_VERSIONS, "0-4")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     keys = [
-        {"api_key": h.api_key, "min_version": h.advertised_min, "max_version": h.max_version}
-        for h in sorted(HANDLERS.values(), key=lambda h: h.api_key)
-        if ctx.sasl is not None or h.api_key not in SASL_APIS  # SASL is offered on SASL listeners only
-        if ctx.broker.cluster is not None or not h.cluster_only  # elections and reassignments: cluster mode
+        {"api_key": key, "min_version": low, "max_version": high}
+        for key, low, high in _ADVERTISED[ctx.broker.cluster is not None]
+        if ctx.sasl is not None or key not in SASL_APIS  # SASL is offered on SASL listeners only
     ]
     # transaction.version stays below 2, so clients keep the classic transaction protocol
     # (kbroker/features.py).

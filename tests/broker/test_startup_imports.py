@@ -66,8 +66,11 @@ def loaded(modules: set[str], package: str) -> list[str]:
 
 def test_default_serve_imports_nothing_it_does_not_need(tmp_path: Path) -> None:
     modules = imported_until_started(tmp_path)
-    assert "kbroker.handlers.api_versions" in modules and "protocol.codec" in modules  # the listing is the real one
+    assert "kbroker.handlers.registry" in modules and "protocol.codec" in modules  # the listing is the real one
     assert {package: loaded(modules, package) for package in NOT_AT_START_UP} == {p: [] for p in NOT_AT_START_UP}
+    # handler modules and message schemas load at their API's first request
+    assert loaded(modules, "kbroker.handlers") == ["kbroker.handlers", "kbroker.handlers.registry"]
+    assert loaded(modules, "protocol.schema") == ["protocol.schema", "protocol.schema.types"]
 
 
 def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
@@ -85,3 +88,15 @@ def test_the_serve_command_line_loads_no_client_command() -> None:
     result = subprocess.run([sys.executable, "-c", script], cwd=REPO, capture_output=True, text=True, timeout=60)
     assert "--data-dir" in result.stdout  # the help of `serve` was printed
     assert result.stdout.split("LOADED")[1].split() == ["kbroker.cli.serve"]
+
+
+def test_the_declared_versions_are_those_of_the_handler_modules() -> None:
+    """ApiVersions answers from DECLARED before any handler module loads: it must list exactly the modules'
+    own ranges (@handles refuses a range that differs; this also catches a module missing from DECLARED)."""
+    from kbroker.handlers.registry import DECLARED, advertised, load_handlers
+
+    handlers = load_handlers()
+    assert sorted(handlers) == sorted(DECLARED)
+    expected = [(h.api_key, h.advertised_min, h.max_version) for _, h in sorted(handlers.items())]
+    assert advertised(True) == expected
+    assert advertised(False) == [e for e in expected if not handlers[e[0]].cluster_only]
