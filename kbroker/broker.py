@@ -5,7 +5,9 @@ broker itself (its fetch waiters subscribe to every partition's appends; its pro
 manager reads its block file), the group coordinator (replays __consumer_offsets), then the
 share-group coordinator, then the transaction coordinator (replays __transaction_state,
 completes prepared transactions: its markers may publish transactional offsets, so it comes
-after the groups). The handler
+after the groups). On a single broker, the group and share-group coordinators whose internal
+topic does not exist yet (nothing to replay) start at their first use instead (start-up time;
+`coordinators_on_first_use`). The handler
 registry is not part of it (kbroker.handlers.registry; the connections get it from the server).
 """
 
@@ -65,6 +67,10 @@ class Broker:
     replicas: ReplicaManager | None = None  # cluster mode: followers fetch, leaders track them (high watermark, ISR)
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
+    # a coordinator with no state in the data directory starts at its first use (group_runtime(),
+    # share_runtime()) rather than with the broker: start-up time. The server sets it (not in cluster
+    # mode) and clears it when stopping.
+    coordinators_on_first_use: bool = False
 
     def __post_init__(self) -> None:
         self.fetch_waiters = FetchWaiters()

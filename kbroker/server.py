@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.auth.authorizer import new_authorizer
 from kbroker.broker import (
     META_PROPERTIES,
     Broker,
@@ -33,7 +32,6 @@ from kbroker.clock import REAL_CLOCK
 from kbroker.config import BrokerConfig, ConfigError
 from kbroker.config_repository import ConfigRepository
 from kbroker.connection import Connection
-from kbroker.group import start_group_coordinator
 from kbroker.handlers.registry import DECLARED, Handler, lazy_handlers, load_handlers
 from kbroker.http.listeners import bind_http_listeners
 from kbroker.limits import ConnectionLimits
@@ -41,7 +39,6 @@ from kbroker.listeners import Listeners
 from kbroker.log.manager import DuplicateLogDirectoryError
 from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
-from kbroker.share import start_share_coordinator
 from kbroker.txn.runtime import start_transaction_coordinator
 
 if TYPE_CHECKING:
@@ -50,6 +47,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger("kbroker.server")
 
 SHUTDOWN_GRACE_SECONDS = 5.0
+# the internal topics whose existence means a coordinator has state to replay at start-up
+OFFSETS_TOPIC = "__consumer_offsets"
+SHARE_STATE_TOPIC = "__share_group_state"
 
 
 def run(config: BrokerConfig) -> int:
@@ -124,13 +124,24 @@ async def serve(
         clock=clock,
     )
     broker.scram = ScramStore.load(config.data_dir)
-    broker.authorizer = new_authorizer(config)
+    if config.get_str("authorizer.class.name"):  # the ACL machinery loads only when configured
+        from kbroker.auth.authorizer import new_authorizer
+
+        broker.authorizer = new_authorizer(config)
     broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
-    broker.groups = groups = start_group_coordinator(broker)
-    broker.shares = shares = start_share_coordinator(broker)
+    # a single broker starts a coordinator with nothing to replay at its first use (start-up time)
+    broker.coordinators_on_first_use = broker.cluster is None
+    if not broker.coordinators_on_first_use or logs.topic(OFFSETS_TOPIC) is not None:
+        from kbroker.group import start_group_coordinator
+
+        broker.groups = start_group_coordinator(broker)
+    if not broker.coordinators_on_first_use or logs.topic(SHARE_STATE_TOPIC) is not None:
+        from kbroker.share import start_share_coordinator
+
+        broker.shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
     broker.transactions = transactions = await start_transaction_coordinator(broker)
     if broker.cluster is not None:  # the coordinators follow the leaders of their internal partitions
@@ -183,11 +194,14 @@ async def serve(
         started.set()
     await stop.wait()
     log.info("broker_stopping", connections=len(registry.connections))
+    broker.coordinators_on_first_use = False  # a request of the drain finds no coordinator that was never used
     listeners.close()
     if http is not None:
         await http.stop()
-    await shares.stop()
-    await groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
+    if broker.shares is not None:
+        await broker.shares.stop()
+    if broker.groups is not None:
+        await broker.groups.stop()  # waiting JoinGroup/SyncGroup answers get NOT_COORDINATOR before the drain
     if broker.replicas is not None:  # other brokers' fetchers back off instead of keeping the drain busy
         broker.replicas.begin_shutdown()
     conns: list[Connection] = list(registry.connections)

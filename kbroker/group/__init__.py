@@ -11,7 +11,8 @@
 
 Handlers reach the runtime with `group_runtime(ctx.broker)`; the server sets
 `broker.groups = start_group_coordinator(broker)` after the logs are loaded and calls
-`await runtime.stop()` before the connections drain.
+`await runtime.stop()` before the connections drain. A single broker without __consumer_offsets
+yet starts it at the first `group_runtime()` instead (Broker.coordinators_on_first_use).
 """
 
 from __future__ import annotations
@@ -56,6 +57,8 @@ def group_runtime(broker: Broker, group_id: str | None = None) -> GroupRuntime:
     """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none. With `group_id`:
     NOT_COORDINATOR when another broker coordinates that group (cluster mode)."""
     runtime = broker.groups
+    if runtime is None and broker.coordinators_on_first_use:
+        broker.groups = runtime = start_group_coordinator(broker)
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if group_id is not None:

@@ -10,7 +10,8 @@
   tag_filter.py   the grammar of kbroker.share.tag.filter, pure
   dead_letters.py copies to errors.deadletterqueue.topic.name
 
-Handlers reach the runtime with `share_runtime(ctx.broker)`.
+Handlers reach the runtime with `share_runtime(ctx.broker)`. A single broker without
+__share_group_state yet starts it at the first `share_runtime()` (Broker.coordinators_on_first_use).
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ def start_share_coordinator(broker: Broker) -> ShareRuntime:
 def share_runtime(broker: Broker) -> ShareRuntime:
     """The running share coordinator; COORDINATOR_NOT_AVAILABLE (retriable) when there is none."""
     runtime = broker.shares
+    if runtime is None and broker.coordinators_on_first_use:
+        broker.shares = runtime = start_share_coordinator(broker)
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime

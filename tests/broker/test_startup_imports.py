@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.process import REPO
+from protocol.api_keys import ApiKey
+from tests.broker.conftest import create_topic
+from tests.process import REPO, BrokerProcess, RawClient
 
 # Each loads only when configured or first used: the HTTP listener (aiohttp, the metrics), the client code
 # of the other commands, the test controls, SASL, a cleaning round, and the crc32c package (which reads its
@@ -29,6 +31,8 @@ NOT_AT_START_UP = (
     "difflib",  # "did you mean" for a mistyped property
     "decimal",  # Java's rendering of very large or small doubles
     "tempfile",  # an inline PEM keystore
+    "kbroker.group",  # the coordinators of a data directory without their internal topics: at first use
+    "kbroker.share",
 )
 
 
@@ -71,6 +75,30 @@ def test_default_serve_imports_nothing_it_does_not_need(tmp_path: Path) -> None:
     # handler modules and message schemas load at their API's first request
     assert loaded(modules, "kbroker.handlers") == ["kbroker.handlers", "kbroker.handlers.registry"]
     assert loaded(modules, "protocol.schema") == ["protocol.schema", "protocol.schema.types"]
+
+
+def test_a_coordinator_with_state_to_replay_starts_with_the_broker(tmp_path: Path) -> None:
+    """The group coordinator starts at its first use on a fresh data directory, and with the broker once
+    __consumer_offsets exists (its groups and offsets are replayed before the listener opens, as before)."""
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            create_topic(client, "t")
+            partition = {"partition_index": 0, "committed_offset": 5, "committed_metadata": ""}
+            body = {
+                "group_id": "g",
+                "generation_id_or_member_epoch": -1,  # a commit outside any generation (a consumer's assign())
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": "t", "partitions": [partition]}],
+            }
+            assert client.call(ApiKey.OFFSET_COMMIT, 9, body)["topics"][0]["partitions"][0]["error_code"] == 0
+    finally:
+        assert broker.stop() == 0
+    assert "group_coordinator_loaded" in broker.log_text()  # started by the commit
+    modules = imported_until_started(tmp_path)
+    assert "kbroker.group.runtime" in modules
+    assert not loaded(modules, "kbroker.share")  # no share group yet
 
 
 def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
