@@ -5,15 +5,15 @@ salt, an iteration count and the salted password; the broker keeps only the salt
 and the two keys derived from it (StoredKey = H(HMAC(salted, "Client Key")), ServerKey =
 HMAC(salted, "Server Key")), never the password nor the salted password. They are stored in
 `<data-dir>/scram-credentials.json`, written atomically, and survive restarts.
+
+The hash and random modules load at the first credential derived or exchange run, not with the store
+that every broker loads at start (start-up time).
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import json
-import secrets
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,9 @@ class ScramCredential:
 
     @classmethod
     def from_salted_password(cls, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
+        import hashlib
+        import hmac
+
         digest = HASHES[mechanism]
         client_key = hmac.digest(salted, b"Client Key", digest)
         stored_key = hashlib.new(digest, client_key).digest()
@@ -50,6 +53,8 @@ class ScramCredential:
 
     @classmethod
     def from_password(cls, mechanism: str, password: str, salt: bytes, iterations: int) -> ScramCredential:
+        import hashlib
+
         salted = hashlib.pbkdf2_hmac(HASHES[mechanism], password.encode(), salt, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)
 
@@ -215,6 +220,8 @@ class ScramServer:
         return self._client_final(text).encode()
 
     def _client_first(self, text: str) -> str:
+        import secrets
+
         flag, _, rest = text.partition(",")
         authzid, _, bare = rest.partition(",")
         if flag not in ("n", "y") or (authzid and not authzid.startswith("a=")):
@@ -240,6 +247,9 @@ class ScramServer:
         return self._server_first
 
     def _client_final(self, text: str) -> str:
+        import hashlib
+        import hmac
+
         credential = self._credential
         assert credential is not None
         without_proof, _, proof_part = text.rpartition(",p=")

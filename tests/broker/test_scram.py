@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import secrets
 from pathlib import Path
 
 import pytest
@@ -25,7 +26,7 @@ def store_with(tmp_path: Path, user: str, password: str, mechanism: str = "SCRAM
 
 def test_rfc7677_exchange(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """RFC 7677 section 3: user "user", password "pencil"; the server's nonce part fixed to the RFC's."""
-    monkeypatch.setattr(scram.secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
+    monkeypatch.setattr(secrets, "token_urlsafe", lambda n: "%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
     server = ScramServer("SCRAM-SHA-256", store_with(tmp_path, "user", "pencil"))
     first = server.step(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
     assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
