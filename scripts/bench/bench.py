@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from brokers import REPO, Broker, Kafka, KBroker, environment_note
+from brokers import REPO, Broker, Kafka, KBroker, environment_note, install_kbroker
 from scenarios import CL_DESCRIPTION, S4_DESCRIPTION, cleaner_latency, many_partitions
 from workloads import ALIASES, WARMUP, WORKLOADS, Figure, build_loadgen, run_workload
 
@@ -186,7 +186,7 @@ def settings_text(args: argparse.Namespace, selected: list[str], extras: list[st
     when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M UTC")
     lines = [
         f"{when}: `scripts/bench/run --rounds {args.rounds} --workloads {args.workloads} --scale {args.scale}"
-        f"{' --unpinned' if args.unpinned else ''}`,"
+        f"{' --unpinned' if args.unpinned else ''}{' --kbroker-from checkout' if args.kbroker_from == 'checkout' else ''}`,"
         f" {elapsed / 60:.1f} min. {environment_note()}.",
         (
             f"Brokers pinned to core {BROKER_CPUS}, load generator (franz-go) to core {LOADGEN_CPUS}; order per round:"
@@ -202,8 +202,15 @@ def settings_text(args: argparse.Namespace, selected: list[str], extras: list[st
             else ""
         )
         + (" S1 has 3 samples per round (3 starts on an empty data dir, 2 s apart), S2 one." if "S1" in extras else "")
-        + " kbroker runs with cached bytecode, as an installed program does (one untimed start first)."
-        " Machine load average at the end: " + load_average() + ".",
+        + (
+            " kbroker runs as installed: a wheel of the checkout in its own venv, bytecode compiled by pip"
+            " (one untimed start first)."
+            if args.kbroker_from == "installed"
+            else " kbroker runs from the checkout (editable install) with cached bytecode (one untimed start first)."
+        )
+        + " Machine load average at the end: "
+        + load_average()
+        + ".",
         "",
         "Workloads as run:",
         "",
@@ -262,12 +269,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--unpinned", action="store_true", help="let brokers and load generator use every core (as users run them)"
     )
+    parser.add_argument(
+        "--kbroker-from",
+        choices=("installed", "checkout"),
+        default="installed",
+        help="run kbroker from a wheel of this checkout installed into its own venv (default, as users run it) "
+        "or from the checkout's .venv (editable install)",
+    )
     args = parser.parse_args(argv)
     if args.unpinned:
         global BROKER_CPUS, LOADGEN_CPUS
         BROKER_CPUS = LOADGEN_CPUS = f"0-{(os.cpu_count() or 1) - 1}"
     selected, extras = parse_selection(args.workloads)
     build_loadgen()
+    if args.kbroker_from == "installed" and "kbroker" in args.brokers.split(","):
+        KBroker.installed = install_kbroker()
     prime = KBroker(BROKER_CPUS)  # one untimed start fills kbroker's bytecode cache
     try:
         prime.start()

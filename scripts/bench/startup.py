@@ -3,11 +3,13 @@
 answer on an empty data dir (S1), the process's CPU time (user + system) up to that answer, and
 resident memory once idle (S2). Median of runs.
 
-    .venv/bin/python scripts/bench/startup.py [--runs 5]                   # this checkout
-    scripts/bench/startup.py --python /tmp/sv/bin/python --runs 30          # an installed kbroker
+    .venv/bin/python scripts/bench/startup.py [--runs 5]              # this checkout (editable install)
+    .venv/bin/python scripts/bench/startup.py --installed --runs 30   # a wheel of it, installed
+    .venv/bin/python scripts/bench/startup.py --python VENV/bin/python  # the kbroker another venv has
 
-With --python, kbroker is whatever that interpreter imports (a wheel installed into a venv); it
-runs from a temporary directory so the checkout is not on its path. Bytecode is cached as for an
+--installed builds a wheel of this checkout and installs it into its own venv, as
+scripts/bench/run does (brokers.install_kbroker). With --installed or --python, kbroker runs from a
+temporary directory so the checkout is not on its path. Bytecode is cached as for an
 installed program (pip writes .pyc files at install; for the checkout they go to
 ~/.cache/kbroker/pycache, as in scripts/bench/brokers.py).
 """
@@ -92,7 +94,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--python", help="an interpreter with kbroker installed (default: this checkout)")
+    parser.add_argument("--installed", action="store_true", help="install a wheel of this checkout and run it")
     args = parser.parse_args()
+    if args.installed:
+        from brokers import install_kbroker
+
+        args.python = str(install_kbroker().parent / "python")
     python = args.python or sys.executable
     # one untimed start first: the checkout's bytecode cache is written then
     one_run(python, args.python is not None)
