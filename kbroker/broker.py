@@ -5,9 +5,9 @@ broker itself (its fetch waiters subscribe to every partition's appends; its pro
 manager reads its block file), the group coordinator (replays __consumer_offsets), then the
 share-group coordinator, then the transaction coordinator (replays __transaction_state,
 completes prepared transactions: its markers may publish transactional offsets, so it comes
-after the groups). On a single broker, the group and share-group coordinators whose internal
-topic does not exist yet (nothing to replay) start at their first use instead (start-up time;
-`coordinators_on_first_use`). The handler
+after the groups). On a single broker, the group, share-group and transaction coordinators whose
+internal topic does not exist yet (nothing to replay or complete) start at their first use instead
+(start-up time; `coordinators_on_first_use`). The handler
 registry is not part of it (kbroker.handlers.registry; the connections get it from the server).
 """
 
@@ -68,7 +68,7 @@ class Broker:
     clock: Clock = REAL_CLOCK  # what timeouts, retention and timers read (kbroker.testing: a virtual clock)
     test_controls: TestControls | None = None  # faults and the virtual clock, only when testing is enabled
     # a coordinator with no state in the data directory starts at its first use (group_runtime(),
-    # share_runtime()) rather than with the broker: start-up time. The server sets it (not in cluster
+    # share_runtime(), transaction_coordinator()) rather than with the broker: start-up time. The server sets it (not in cluster
     # mode) and clears it when stopping.
     coordinators_on_first_use: bool = False
 

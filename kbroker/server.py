@@ -41,7 +41,6 @@ from kbroker.log.manager import DuplicateLogDirectoryError
 from kbroker.logging_setup import effective_level
 from kbroker.quota.manager import new_quotas
 from kbroker.scram import ScramStore
-from kbroker.txn.runtime import start_transaction_coordinator
 
 if TYPE_CHECKING:
     from kbroker.testing.controls import TestControls
@@ -53,6 +52,7 @@ SHUTDOWN_GRACE_SECONDS = 5.0
 # the internal topics whose existence means a coordinator has state to replay at start-up
 OFFSETS_TOPIC = "__consumer_offsets"
 SHARE_STATE_TOPIC = "__share_group_state"
+TRANSACTION_STATE_TOPIC = "__transaction_state"
 
 
 def run(config: BrokerConfig) -> int:
@@ -146,7 +146,10 @@ async def serve(
 
         broker.shares = start_share_coordinator(broker)
     # completes transactions a crash left in Prepare* (their markers may publish offsets: after the groups)
-    broker.transactions = transactions = await start_transaction_coordinator(broker)
+    if not broker.coordinators_on_first_use or logs.topic(TRANSACTION_STATE_TOPIC) is not None:
+        from kbroker.txn.runtime import start_transaction_coordinator
+
+        broker.transactions = await start_transaction_coordinator(broker)
     if broker.cluster is not None:  # the coordinators follow the leaders of their internal partitions
         from kbroker.cluster.replica_manager import ReplicaManager
         from kbroker.coordinator_placement import start_placement
@@ -210,7 +213,8 @@ async def serve(
         broker.replicas.begin_shutdown()
     conns: list[Connection] = list(registry.connections)
     await asyncio.gather(*(c.drain(SHUTDOWN_GRACE_SECONDS) for c in conns))
-    await transactions.stop()
+    if broker.transactions is not None:
+        await broker.transactions.stop()
     if broker.placement is not None:
         await broker.placement.stop()
     if broker.replicas is not None:

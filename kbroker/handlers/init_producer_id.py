@@ -24,7 +24,6 @@ from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
-from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, KafkaProtocolError
 
@@ -60,6 +59,8 @@ async def _transactional(ctx: RequestContext, request: dict[str, Any], transacti
     if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
         return _response(ErrorCode.INVALID_REQUEST)  # Kafka: both or neither
     expected = None if producer_id == NO_PRODUCER_ID else (producer_id, epoch)
+    from kbroker.txn.runtime import transaction_coordinator  # transactional producers only
+
     try:
         coordinator = transaction_coordinator(ctx.broker, transactional_id)
         result = await coordinator.init_producer_id(transactional_id, request["transaction_timeout_ms"], expected)

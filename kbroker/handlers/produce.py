@@ -64,7 +64,6 @@ from kbroker.handlers.registry import handles
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
 from kbroker.log.producer_state import ProducerStateError
 from kbroker.log.validator import RecordError, RecordValidationError
-from kbroker.txn.runtime import transaction_coordinator
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode, InvalidRecordError, KafkaProtocolError
 from protocol.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch
@@ -138,6 +137,8 @@ async def _add_then_produce(
     ctx: RequestContext, request: dict[str, Any], producer_id: int, epoch: int, partitions: set[tuple[str, int]]
 ) -> Any:
     """Transactions v2: add the partitions to the producer's transaction, then append."""
+    from kbroker.txn.runtime import transaction_coordinator  # transactions only: not on every Produce's path
+
     try:
         error = await transaction_coordinator(ctx.broker).add_partitions(
             request["transactional_id"], producer_id, epoch, partitions
@@ -355,6 +356,8 @@ def _check_producer(ctx: RequestContext, batch: RecordBatch, topic: str, index: 
     if not batch.has_producer_id and not batch.is_transactional:
         return
     if batch.is_transactional:
+        from kbroker.txn.runtime import transaction_coordinator  # transactions only: not on every Produce's path
+
         try:
             code = transaction_coordinator(ctx.broker).verify_partition(
                 batch.producer_id, batch.producer_epoch, (topic, index)

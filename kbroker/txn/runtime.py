@@ -185,6 +185,10 @@ class TxnRuntime:
         completed = await self.coordinator.complete_prepared()
         if completed:
             log.info("transactions_completed_at_startup", count=completed)
+        self.begin()
+
+    def begin(self) -> None:
+        """Serve and start the timers (after `start` completed what a crash left prepared)."""
         self.active = True
         self._task = asyncio.get_running_loop().create_task(self._run(), name="transaction-timers")
 
@@ -228,10 +232,21 @@ async def start_transaction_coordinator(broker: Broker) -> TxnRuntime:
     return runtime
 
 
+def start_unused_transaction_coordinator(broker: Broker) -> TxnRuntime:
+    """The coordinator of a single broker whose data directory had no __transaction_state at start (no
+    prepared transaction to complete), started at its first use (Broker.coordinators_on_first_use)."""
+    runtime = TxnRuntime(broker)
+    runtime.load()
+    runtime.begin()
+    return runtime
+
+
 def transaction_coordinator(broker: Broker, transactional_id: str | None = None) -> TransactionCoordinator:
     """The running coordinator; COORDINATOR_NOT_AVAILABLE (retriable) while there is none. With
     `transactional_id`: NOT_COORDINATOR when another broker coordinates that id (cluster mode)."""
     runtime = broker.transactions
+    if runtime is None and broker.coordinators_on_first_use:
+        broker.transactions = runtime = start_unused_transaction_coordinator(broker)
     if runtime is None or not runtime.active:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     if transactional_id is not None:
@@ -244,6 +259,8 @@ def transaction_coordinator(broker: Broker, transactional_id: str | None = None)
 def marker_writer(broker: Broker) -> LogMarkerWriter:
     """The writer the coordinator uses, for WriteTxnMarkers; COORDINATOR_NOT_AVAILABLE before it is built."""
     runtime = broker.transactions
+    if runtime is None and broker.coordinators_on_first_use:
+        broker.transactions = runtime = start_unused_transaction_coordinator(broker)
     if runtime is None:
         raise KafkaProtocolError(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     return runtime.marker_writer

@@ -33,6 +33,7 @@ NOT_AT_START_UP = (
     "tempfile",  # an inline PEM keystore
     "kbroker.group",  # the coordinators of a data directory without their internal topics: at first use
     "kbroker.share",
+    "kbroker.txn.runtime",
 )
 
 
@@ -78,8 +79,9 @@ def test_default_serve_imports_nothing_it_does_not_need(tmp_path: Path) -> None:
 
 
 def test_a_coordinator_with_state_to_replay_starts_with_the_broker(tmp_path: Path) -> None:
-    """The group coordinator starts at its first use on a fresh data directory, and with the broker once
-    __consumer_offsets exists (its groups and offsets are replayed before the listener opens, as before)."""
+    """The group and transaction coordinators start at their first use on a fresh data directory, and with
+    the broker once __consumer_offsets / __transaction_state exist (their state is replayed, and prepared
+    transactions completed, before the listener opens, as before)."""
     broker = BrokerProcess(tmp_path / "data").start()
     try:
         with RawClient(broker.bootstrap) as client:
@@ -93,11 +95,13 @@ def test_a_coordinator_with_state_to_replay_starts_with_the_broker(tmp_path: Pat
                 "topics": [{"name": "t", "partitions": [partition]}],
             }
             assert client.call(ApiKey.OFFSET_COMMIT, 9, body)["topics"][0]["partitions"][0]["error_code"] == 0
+            init = {"transactional_id": "tx", "transaction_timeout_ms": 60_000, "producer_id": -1, "producer_epoch": -1}
+            assert client.call(ApiKey.INIT_PRODUCER_ID, 4, init)["error_code"] == 0
     finally:
         assert broker.stop() == 0
     assert "group_coordinator_loaded" in broker.log_text()  # started by the commit
     modules = imported_until_started(tmp_path)
-    assert "kbroker.group.runtime" in modules
+    assert "kbroker.group.runtime" in modules and "kbroker.txn.runtime" in modules
     assert not loaded(modules, "kbroker.share")  # no share group yet
 
 
