@@ -34,6 +34,8 @@ NOT_AT_START_UP = (
     "kbroker.group",  # the coordinators of a data directory without their internal topics: at first use
     "kbroker.share",
     "kbroker.txn.runtime",
+    "kazoo",  # the cluster's modules (the cluster-only handlers import them): only with zookeeper.connect
+    "kbroker.cluster",
 )
 
 
