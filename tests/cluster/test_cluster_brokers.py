@@ -168,13 +168,18 @@ def test_created_topic_is_replicated_in_metadata_and_fails_over(cluster: Cluster
     # kill -9 the leader of partition 0: the controller elects the next in-sync replica, epoch 1
     victim = parts[0]["leader_id"]
     cluster.brokers[victim].kill()
-    survivor = next(n for n in (1, 2, 3) if n != victim)
+    survivors = [n for n in (1, 2, 3) if n != victim]
+    survivor = survivors[0]
 
-    def failed_over() -> dict[int, dict[str, Any]] | None:
-        now = _partitions(cluster, survivor, "orders")
+    def failed_over(node_id: int) -> dict[int, dict[str, Any]] | None:
+        now = _partitions(cluster, node_id, "orders")
         return now if all(p["leader_id"] != victim and victim not in p["isr_nodes"] for p in now.values()) else None
 
-    after = wait_until(failed_over, timeout=30, what="leaders moved off the killed broker")
+    # on every surviving broker, not one: each learns the new leaders and epochs from its own ZooKeeper watch,
+    # and a new leader that has not yet still takes the old epoch (the ListOffsets checks below)
+    after = wait_until(lambda: failed_over(survivor), timeout=30, what="leaders moved off the killed broker")
+    for node_id in survivors[1:]:
+        assert wait_until(lambda n=node_id: failed_over(n), timeout=30, what=f"broker {node_id} to see it") == after
     for index, p in after.items():
         before = parts[index]
         expected = [r for r in before["replica_nodes"] if r != victim]
@@ -286,11 +291,19 @@ def test_partitions_added_and_topic_deleted_through_the_controller(cluster: Clus
 
 def test_a_broker_killed_and_restarted_at_once_rejoins(cluster: Cluster) -> None:
     """Its old session's registration is still there: it waits for it to expire, then registers; DescribeCluster
-    lists it again."""
+    lists it again. Broker 3 runs with an 8 s session here (the ZooKeeper's longest is 10 s), so that its old
+    registration outlives the restart: with the others' 2 s, a restart slowed by a busy CPU found it gone."""
+    cluster.brokers[3].stop()
+    cluster.configs["zookeeper.session.timeout.ms"] = "8000"
+    cluster.start(3)
     wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="all brokers registered")
+    registered = cluster.brokers[3].log_text().count("broker_registered")  # every process of broker 3 logs here
     cluster.brokers[3].kill()
     cluster.start(3)
-    wait_until(lambda: "broker_registered" in cluster.brokers[3].log_text(), what="the restarted broker to register")
+    wait_until(
+        lambda: cluster.brokers[3].log_text().count("broker_registered") > registered,
+        what="the restarted broker to register",
+    )
     wait_until(lambda: _brokers_seen(cluster, 1) == [1, 2, 3], what="everyone to see it")
     with RawClient(cluster.brokers[3].bootstrap) as client:
         body = {"include_cluster_authorized_operations": False, "endpoint_type": 1, "include_fenced_brokers": False}
