@@ -167,6 +167,21 @@ def list_offset(client: RawClient, topic: str, timestamp: int, *, version: int =
     return dict(response["topics"][0]["partitions"][0])
 
 
+def read_to_end(consumer: Any, timeout_s: float = 30.0) -> list[Any]:
+    """Every record a kafka-python consumer's assigned partitions hold up to their end offsets (taken first),
+    in order: done once the positions reach the ends, instead of waiting out a consumer_timeout_ms of silence
+    (nothing past the end exists to be missed)."""
+    partitions = list(consumer.assignment())
+    ends = consumer.end_offsets(partitions)
+    records: list[Any] = []
+    deadline = time.monotonic() + timeout_s
+    while any(consumer.position(tp) < end for tp, end in ends.items()):
+        assert time.monotonic() < deadline, f"read {len(records)} records, not up to the end offsets {ends}"
+        for batch in consumer.poll(timeout_ms=200).values():
+            records.extend(batch)
+    return records
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # kafka-python loads its protocol schemas with a deprecated importlib.resources call
     config.addinivalue_line("filterwarnings", "ignore::DeprecationWarning:kafka.protocol.schemas.load_json")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from protocol.api_keys import ApiKey
-from tests.broker.conftest import unique_topic
+from tests.broker.conftest import read_to_end, unique_topic
 from tests.broker.tls_support import Certificates, make_certificates
 from tests.process import BrokerProcess, RawClient, free_port
 
@@ -112,10 +112,10 @@ def test_kafka_python_sasl_plain(sasl_broker: tuple[BrokerProcess, int, int], ce
             producer.send(topic, b"kp-%d" % i)
         producer.flush(15)
         producer.close()
-        consumer = KafkaConsumer(**options, auto_offset_reset="earliest", consumer_timeout_ms=5000)
+        consumer = KafkaConsumer(**options, auto_offset_reset="earliest")
         try:
             consumer.assign([TopicPartition(topic, 0)])
-            assert [m.value for m in consumer] == [b"kp-%d" % i for i in range(10)]
+            assert [m.value for m in read_to_end(consumer)] == [b"kp-%d" % i for i in range(10)]
         finally:
             consumer.close()
 
@@ -247,10 +247,10 @@ def test_scram_credentials_survive_a_restart_and_kafka_python_uses_them(
         producer.send(topic, b"%d" % i)
     producer.flush(15)
     producer.close()
-    consumer = KafkaConsumer(**options, auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    consumer = KafkaConsumer(**options, auto_offset_reset="earliest")
     try:
         consumer.assign([TopicPartition(topic, 0)])
-        assert [m.value for m in consumer] == [b"%d" % i for i in range(5)]
+        assert [m.value for m in read_to_end(consumer)] == [b"%d" % i for i in range(5)]
     finally:
         consumer.close()
 

@@ -74,12 +74,14 @@ def produce_one(config: dict[str, Any]) -> str:
     errors: list[KafkaError] = []
     producer = Producer(config | {"error_cb": errors.append})
     producer.produce(unique_topic("cmp"), b"v")
-    if producer.flush(8) == 0:
-        return "delivered"
-    for error in errors:
-        if error.code() == KafkaError._AUTHENTICATION:
-            text = re.sub(r"^.*?SASL authentication error: ", "", error.str())
-            return re.sub(r" \(after \d+ms.*$", "", text)
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # until delivered or refused, not a fixed wait for a refusal
+        if producer.flush(0.2) == 0:
+            return "delivered"
+        for error in errors:
+            if error.code() == KafkaError._AUTHENTICATION:
+                text = re.sub(r"^.*?SASL authentication error: ", "", error.str())
+                return re.sub(r" \(after \d+ms.*$", "", text)
     return "failed: " + "; ".join(e.str() for e in errors[:2])
 
 

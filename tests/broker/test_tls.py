@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from protocol.api_keys import ApiKey
-from tests.broker.conftest import unique_topic
+from tests.broker.conftest import read_to_end, unique_topic
 from tests.broker.tls_support import Certificates, make_certificates
 from tests.process import BrokerProcess, RawClient, free_port
 
@@ -108,10 +108,10 @@ def test_kafka_python_over_mutual_tls(mtls_broker: tuple[BrokerProcess, int], ce
         producer.send(topic, b"kp-%d" % i)
     producer.flush(15)
     producer.close()
-    consumer = KafkaConsumer(**options, auto_offset_reset="earliest", consumer_timeout_ms=5000)
+    consumer = KafkaConsumer(**options, auto_offset_reset="earliest")
     try:
         consumer.assign([TopicPartition(topic, 0)])
-        values = [message.value for message in consumer]
+        values = [message.value for message in read_to_end(consumer)]
     finally:
         consumer.close()
     assert values == [b"kp-%d" % i for i in range(20)]

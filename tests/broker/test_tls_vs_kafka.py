@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -72,14 +73,15 @@ def produce_one(certs: Certificates, port: int, cert: Path | None, key: Path | N
     errors: list[KafkaError] = []
     producer = Producer(config | {"error_cb": errors.append})
     producer.produce(unique_topic("tls-cmp"), b"v")
-    if producer.flush(8) == 0:
-        metadata = producer.list_topics(timeout=5)
-        return (
-            f"delivered, metadata port is the SSL listener's: {[b.port for b in metadata.brokers.values()] == [port]}"
-        )
-    for error in errors:
-        if error.code() == KafkaError._TRANSPORT and re.search(r"alert [a-z ]+: SSL alert number \d+", error.str()):
-            return "refused with a TLS alert"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:  # until delivered or refused, not a fixed wait for a refusal
+        if producer.flush(0.2) == 0:
+            metadata = producer.list_topics(timeout=5)
+            ports = [b.port for b in metadata.brokers.values()]
+            return f"delivered, metadata port is the SSL listener's: {ports == [port]}"
+        for error in errors:
+            if error.code() == KafkaError._TRANSPORT and re.search(r"alert [a-z ]+: SSL alert number \d+", error.str()):
+                return "refused with a TLS alert"
     return "failed: " + "; ".join(e.str() for e in errors[:2])
 
 
