@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from protocol.errors import ErrorCode
 from scripts.faults import wire
 from scripts.faults.checker import Attempt, Outcome
 from scripts.faults.cluster import FaultCluster
@@ -47,7 +48,9 @@ class Deadlines:
     elect: float = 60.0  # the majority side names a new leader
 
 
-def _recover_and_progress(cluster: FaultCluster, workload: Workload, log: NemesisLog, what: str, d: Deadlines) -> bool:
+def _recover_and_progress(
+    cluster: FaultCluster, workload: Workload, log: NemesisLog, what: str, d: Deadlines, since: str = "the restart"
+) -> bool:
     recovered = wait_for(lambda: cluster.healthy(workload.topic), d.recover)
     if recovered is None:
         log.findings.append(f"{what}: the cluster did not recover (agreed leaders, full ISRs) within {d.recover:.0f}s")
@@ -60,7 +63,7 @@ def _recover_and_progress(cluster: FaultCluster, workload: Workload, log: Nemesi
             f" consumed {consumed} -> {now[1]})"
         )
         return False
-    log.faults[-1] += f", recovered {recovered:.1f}s after the restart"
+    log.faults[-1] += f", recovered {recovered:.1f}s after {since}"
     return True
 
 
@@ -125,7 +128,7 @@ def partition_leader(
         finally:
             cluster.heal()
         note(log.faults[-1] + ", healed")
-        if not _recover_and_progress(cluster, workload, log, f"partition {i + 1}", d):
+        if not _recover_and_progress(cluster, workload, log, f"partition {i + 1}", d, since="the heal"):
             note(log.findings[-1])
             break
     return log
@@ -146,6 +149,7 @@ def _probe(
     address = cluster.nodes[victim].address
     deadline = time.monotonic() + hold
     count = 0
+    answers: dict[str, int] = {}
     while time.monotonic() < deadline:
         value = f"probe{n}-{count:04d}"
         partition = led[count % len(led)]
@@ -153,12 +157,13 @@ def _probe(
             code = wire.produce(address, workload.topic, partition, value.encode(), timeout_ms=3000)
         except (OSError, ValueError):
             code = -1
+        answer = "no answer" if code < 0 else ErrorCode(code).name
+        answers[answer] = answers.get(answer, 0) + 1
         outcome = Outcome.ACKNOWLEDGED if code == 0 else Outcome.INDETERMINATE
         log.probes.append(Attempt(value, f"probe{n}", partition, count, outcome))
         if code == 0:
             log.findings.append(f"partition {n}: isolated broker {victim} acknowledged acks=all write {value}")
         count += 1
         time.sleep(0.5)
-    log.faults[-1] += (
-        f", {count} probes of the isolated broker ({sum(p.outcome is Outcome.ACKNOWLEDGED for p in log.probes)} acknowledged)"
-    )
+    shown = ", ".join(f"{name} x{times}" for name, times in sorted(answers.items()))
+    log.faults[-1] += f", {count} acks=all probes of the isolated broker answered {shown}"
