@@ -202,9 +202,16 @@ class KBrokerCluster(FaultCluster):
     name = "kbroker"
     session_timeout_ms = 4000
 
-    def __init__(self, network: Network | None = None, root: Path | None = None, configs: dict[str, str] | None = None):
+    def __init__(
+        self,
+        network: Network | None = None,
+        root: Path | None = None,
+        configs: dict[str, str] | None = None,
+        log_level: str = "info",
+    ) -> None:
         super().__init__(network, root)
         self.configs = dict(configs or {})
+        self.log_level = log_level
         self.zookeeper = _ZooKeeper(data_dir=self.root / "zookeeper", log_path=self.root / "zookeeper.log")
 
     def start(self, timeout: float = 120.0) -> KBrokerCluster:
@@ -218,7 +225,7 @@ class KBrokerCluster(FaultCluster):
         env["PYTHONPATH"] = str(REPO)
         for node_id, node in self.nodes.items():
             node.command = [sys.executable, "-m", "kbroker", "serve", "--data-dir", str(self.root / f"data-{node_id}")]
-            node.command += ["--listen", node.address, "--log-level", "info"]
+            node.command += ["--listen", node.address, "--log-level", self.log_level]
             settings = {
                 "node.id": str(node_id),
                 "zookeeper.connect": connect,

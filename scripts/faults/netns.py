@@ -64,6 +64,17 @@ def clean_leftovers() -> list[str]:
     return removed
 
 
+def _free_subnet(seed: int) -> str:
+    """A /24 in 10.200.0.0-10.255.255.0 that no route of the root namespace uses, picked from seed."""
+    routes = _run("ip", "-4", "route", "show", check=False).stdout
+    for step in range(56 * 256):
+        n = (seed + step) % (56 * 256)
+        subnet = f"10.{200 + n // 256}.{n % 256}"
+        if f"{subnet}.0/" not in routes:
+            return subnet
+    raise RuntimeError("no free 10.x.y.0/24 for the fault network")
+
+
 class Network:
     """The bridge and `size` namespaces; a context manager that always takes them down."""
 
@@ -71,8 +82,7 @@ class Network:
         self.size = size
         self.pid = os.getpid()
         self.bridge = f"{PREFIX}{self.pid}br"
-        # a /24 from the process id, in 10.200.0.0-10.255.255.0: two live runs get different ones
-        self.subnet = f"10.{200 + (self.pid >> 8) % 56}.{self.pid % 256}"
+        self.subnet = _free_subnet(self.pid)
         self.isolated: set[int] = set()
         self.zookeeper_port: int | None = None
 
