@@ -162,6 +162,18 @@ class FaultCluster:
                     return False
         return True
 
+    def replica_sizes(self, topic: str, partitions: int) -> dict[int, dict[int, int]] | None:
+        """partition -> broker -> bytes of its replica, from every broker; None if one does not answer."""
+        sizes: dict[int, dict[int, int]] = {p: {} for p in range(partitions)}
+        for node_id, node in self.nodes.items():
+            try:
+                answer = wire.log_sizes(node.address, topic, list(range(partitions)))
+            except (OSError, ValueError, KeyError):
+                return None
+            for partition, size in answer.items():
+                sizes[partition][node_id] = size
+        return sizes
+
     def leaders(self, topic: str, node_id: int | None = None) -> dict[int, int]:
         """partition -> leader, as a live broker (node_id, or the first that answers) sees it."""
         for candidate in [node_id] if node_id else list(self.nodes):

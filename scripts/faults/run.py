@@ -25,13 +25,14 @@ class Outcome:
     consumer_errors: dict[str, int] = field(default_factory=dict)
     producers: int = 1
     seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
         return self.report.valid and not self.nemesis.findings
 
     def render(self) -> str:
-        lines = [*self.nemesis.faults]
+        lines = [*self.nemesis.faults, *self.notes]
         lines += [f"FINDING: {finding}" for finding in self.nemesis.findings]
         lines.append(f"producers used: {self.producers}, delivery errors: {self.producer_errors or 'none'}")
         lines.append(f"consumer errors: {self.consumer_errors or 'none'}")
@@ -104,6 +105,12 @@ def _run_on(
     note(f"workload stopped: {workload.acknowledged} acknowledged of {len(workload.attempts)} attempted; reading back")
     if wait_for(lambda: cluster.healthy(topic), 60) is None:
         log.findings.append("the cluster was not healthy before the read-back")
+    notes: list[str] = []
+    agreed, sizes = _replicas_converge(cluster, topic, partitions)
+    if agreed:
+        notes.append(f"replicas identical after the run (partition -> bytes): {sizes}")
+    else:
+        log.findings.append(f"replicas differ 60s after the writes stopped (partition -> broker -> bytes): {sizes}")
     reads = read_back(cluster.bootstrap(), topic, partitions)
     report = check([*workload.history(), *log.probes], reads)
     return Outcome(
@@ -113,7 +120,24 @@ def _run_on(
         workload.consumer_errors,
         workload.producers_used,
         time.monotonic() - started,
+        notes,
     )
+
+
+def _replicas_converge(
+    cluster: FaultCluster, topic: str, partitions: int, timeout: float = 60.0
+) -> tuple[bool, object]:
+    """Once the writes stop, every replica of a partition holds the same bytes (DescribeLogDirs of each
+    broker): a returning leader truncated what only it had, followers caught up. (agreed, sizes seen)."""
+    seen: list[dict[int, dict[int, int]] | None] = [None]
+
+    def same() -> bool:
+        seen[0] = sizes = cluster.replica_sizes(topic, partitions)
+        return sizes is not None and all(len(s) == cluster.size and len(set(s.values())) == 1 for s in sizes.values())
+
+    if wait_for(same, timeout) is None:
+        return False, seen[0]
+    return True, {p: max(s.values()) for p, s in (seen[0] or {}).items()}
 
 
 def main(argv: list[str] | None = None) -> int:

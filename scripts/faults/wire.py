@@ -16,6 +16,7 @@ from protocol.schema import REQUESTS, RESPONSES
 
 METADATA_VERSION = 12
 PRODUCE_VERSION = 9
+DESCRIBE_LOG_DIRS_VERSION = 4
 
 
 def call(address: str, api_key: int, version: int, body: dict[str, Any], timeout: float) -> dict[str, Any]:
@@ -62,3 +63,16 @@ def produce(address: str, topic: str, partition: int, value: bytes, timeout_ms: 
     }
     answer = call(address, ApiKey.PRODUCE, PRODUCE_VERSION, body, timeout_ms / 1000 + 5)
     return int(answer["responses"][0]["partition_responses"][0]["error_code"])
+
+
+def log_sizes(address: str, topic: str, partitions: list[int], timeout: float = 5.0) -> dict[int, int]:
+    """The bytes of topic's partitions on this broker's disks (DescribeLogDirs), whatever its role."""
+    body = {"topics": [{"topic": topic, "partitions": partitions}]}
+    answer = call(address, ApiKey.DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, body, timeout)
+    sizes: dict[int, int] = {}
+    for result in answer["results"]:
+        for entry in result["topics"]:
+            if entry["name"] == topic:
+                for part in entry["partitions"]:
+                    sizes[part["partition_index"]] = sizes.get(part["partition_index"], 0) + part["partition_size"]
+    return sizes
