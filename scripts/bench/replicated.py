@@ -32,7 +32,7 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
 from bench import load_average, note, summarise, table  # noqa: E402
-from brokers import environment_note  # noqa: E402
+from brokers import KAFKA_JVM_OPTS, environment_note  # noqa: E402
 from workloads import LOADGEN, Figure, build_loadgen, scale_args  # noqa: E402
 
 from scripts.faults.cluster import FaultCluster, KBrokerCluster  # noqa: E402
@@ -104,7 +104,11 @@ def main(argv: list[str] | None = None) -> int:
     for round_no in range(1, args.rounds + 1):
         for name in args.brokers.split(","):
             note(f"round {round_no}/{args.rounds}: {name}, 3 brokers")
-            cluster: FaultCluster = KafkaCluster() if name == "kafka" else KBrokerCluster(log_level="warning")
+            cluster: FaultCluster
+            if name == "kafka":  # each node as kafka-server-start.sh runs it (1 GiB heap, G1), as scripts/bench/run
+                cluster = KafkaCluster(jvm_opts=KAFKA_JVM_OPTS)
+            else:
+                cluster = KBrokerCluster(log_level="warning")
             one_cluster(cluster, broker_cpus, loadgen_cpus, args.scale, samples)
     figures = {f.name: f for load in FIGURES.values() for f in load}
     where = "unpinned" if args.unpinned else f"brokers on core {broker_cpus}, load generator on core {loadgen_cpus}"

@@ -13,23 +13,29 @@ from scripts.faults.cluster import FaultCluster, free_port
 from scripts.faults.netns import Network
 from scripts.kafka_ref import KAFKA_VERSION, ensure_jars, kafka_home
 
-HEAP = "-Xmx512m"
+JVM_OPTS = ("-Xmx512m", "-XX:+UseSerialGC")  # three nodes on a small machine; the benchmark passes Kafka's own
 
 
 class KafkaCluster(FaultCluster):
     name = "kafka"
 
-    def __init__(self, network: Network | None = None, root: Path | None = None, configs: dict[str, str] | None = None):
+    def __init__(
+        self,
+        network: Network | None = None,
+        root: Path | None = None,
+        configs: dict[str, str] | None = None,
+        jvm_opts: tuple[str, ...] | list[str] = JVM_OPTS,
+    ) -> None:
         super().__init__(network, root)
         self.configs = dict(configs or {})
+        self.jvm_opts = list(jvm_opts)
         self.controller_ports = {node_id: free_port() if network is None else 9093 for node_id in self.nodes}
 
     def _java(self, main_class: str, *args: str) -> list[str]:
         home = kafka_home(KAFKA_VERSION)
         return [
             "java",
-            HEAP,
-            "-XX:+UseSerialGC",
+            *self.jvm_opts,
             "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={home / 'log4j2.xml'}",
             f"-Dkafka.logs.dir={self.root}",
