@@ -49,14 +49,14 @@ def clean_leftovers() -> list[str]:
     """Delete the namespaces and bridges of fault runs whose process is gone; the names removed."""
     removed = []
     names = _run("ip", "netns", "list", check=False).stdout.split("\n")
-    links = _run("ip", "-o", "link", "show", "type", "bridge", check=False).stdout.split("\n")
+    links = _run("ip", "-o", "link", "show", check=False).stdout.split("\n")
     candidates = [line.split()[0] for line in names if line.strip()]
     candidates += [line.split(":")[1].strip().split("@")[0] for line in links if line.count(":") >= 2]
     for name in candidates:
-        match = re.fullmatch(rf"{PREFIX}(\d+)(n\d+|br)", name)
+        match = re.fullmatch(rf"{PREFIX}(\d+)(n\d+|br|v\d+)", name)
         if match is None or _alive(int(match.group(1))):
             continue
-        if match.group(2) == "br":
+        if not match.group(2).startswith("n"):  # a bridge, or the root end of a veth pair (both ends go)
             _run("ip", "link", "delete", name, check=False)
         else:
             _run("ip", "netns", "delete", name, check=False)
@@ -94,6 +94,10 @@ class Network:
     def namespace(self, index: int) -> str:
         return f"{PREFIX}{self.pid}n{index}"
 
+    def veth(self, index: int) -> str:
+        """The root namespace's end of broker index's veth pair."""
+        return f"{PREFIX}{self.pid}v{index}"
+
     def address(self, index: int) -> str:
         return f"{self.subnet}.{10 + index}"
 
@@ -106,6 +110,7 @@ class Network:
         if why:
             raise RuntimeError(why)
         clean_leftovers()
+        self._remove_links()  # a previous network of this process (names repeat within one process)
         try:
             _run("ip", "link", "add", self.bridge, "type", "bridge")
             _run("ip", "addr", "add", f"{self.gateway}/24", "dev", self.bridge)
@@ -113,7 +118,7 @@ class Network:
             for index in range(self.size):
                 namespace, outside, inside = (
                     self.namespace(index),
-                    f"{self.bridge[:-2]}v{index}",
+                    self.veth(index),
                     f"{self.bridge[:-2]}p{index}",
                 )
                 _run("ip", "netns", "add", namespace)
@@ -155,8 +160,15 @@ class Network:
             _run(*self.exec_prefix(index), "iptables", "-F", check=False)
         self.isolated.clear()
 
+    def _remove_links(self) -> None:
+        # a deleted namespace is torn down by the kernel later, its veth pairs with it: delete them now
+        for index in range(self.size):
+            _run("ip", "link", "delete", self.veth(index), check=False)
+        _run("ip", "link", "delete", self.bridge, check=False)
+
     def down(self) -> None:
         self.heal()
+        self._remove_links()
         for index in range(self.size):
             with contextlib.suppress(Exception):
                 _run("ip", "netns", "delete", self.namespace(index), check=False)

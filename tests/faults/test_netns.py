@@ -58,11 +58,10 @@ def test_isolation_cuts_peers_not_clients_and_heals(network: Network) -> None:
 def test_down_removes_everything_and_leftovers_of_dead_runs_go() -> None:
     net = Network(2).up()
     net.down()
-    assert not [
-        n
-        for n in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-        if n.startswith(f"{netns.PREFIX}{net.pid}")
-    ]
+    mine = f"{netns.PREFIX}{net.pid}"
+    assert mine not in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert mine not in subprocess.run(["ip", "-o", "link", "show"], capture_output=True, text=True).stdout
+    Network(2).up().down()  # the same names again in one process
     dead = subprocess.Popen(["true"])
     dead.wait()  # a process id that is gone
     name = f"{netns.PREFIX}{dead.pid}n0"
