@@ -70,7 +70,8 @@ def _recover_and_progress(
 def kill_leaders(
     cluster: FaultCluster, workload: Workload, faults: int, pause: float = 2.0, deadlines: Deadlines | None = None
 ) -> NemesisLog:
-    """kill -9 the leader of partition i % partitions, restart it after `pause`, wait for recovery: N times."""
+    """kill -9 the leader of partition i % partitions, wait for the survivors to elect new leaders, restart
+    it `pause` seconds later, wait for recovery: N times."""
     d = deadlines or Deadlines()
     log = NemesisLog()
     for i in range(faults):
@@ -83,6 +84,15 @@ def kill_leaders(
         cluster.kill(victim)
         log.faults.append(f"kill {i + 1}/{faults}: broker {victim} (leader of partitions {led})")
         note(log.faults[-1])
+        # a real failover each time: the survivors name new leaders before the victim returns
+        survivors = [n for n in cluster.nodes if n != victim]
+        elected = wait_for(functools.partial(_moved, cluster, workload.topic, survivors, victim, led), d.elect)
+        if elected is None:
+            log.findings.append(f"kill {i + 1}: the survivors elected no new leader within {d.elect:.0f}s")
+            note(log.findings[-1])
+            cluster.restart(victim)
+            break
+        log.faults[-1] += f", new leaders in {elected:.1f}s"
         time.sleep(pause)
         cluster.restart(victim)
         if not _recover_and_progress(cluster, workload, log, f"kill {i + 1}", d):
