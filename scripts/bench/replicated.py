@@ -50,11 +50,13 @@ FIGURES = {
         Figure("W11", "W11 produce 1 KiB, RF 3, acks=all", "produce_mb_per_s", "MB/s", target=">= 1.0x"),
         Figure("W11 msgs", "W11 produce 1 KiB, RF 3, acks=all (records)", "produce_msgs_per_s", "msgs/s"),
     ],
-    "latency": [
-        Figure("W11 ack p50", "W11 ack latency p50, RF 3, acks=all (600 msgs/s)", "ack_p50_ms", "ms", False),
-        Figure(
-            "W11 ack p99", "W11 ack latency p99, RF 3, acks=all (600 msgs/s)", "ack_p99_ms", "ms", False, "<= Kafka"
-        ),
+    "latency-1": [
+        Figure("W11 1p ack p50", "W11 ack p50, 1 producer, 1 partition, 600 msgs/s", "ack_p50_ms", "ms", False),
+        Figure("W11 1p ack p99", "W11 ack p99, 1 producer, 1 partition, 600 msgs/s", "ack_p99_ms", "ms", False),
+    ],
+    "latency-6": [
+        Figure("W11 6p ack p50", "W11 ack p50, 6 producers, 6 partitions, 100 msgs/s each", "ack_p50_ms", "ms", False),
+        Figure("W11 6p ack p99", "W11 ack p99, 6 producers, 6 partitions, 100 msgs/s each", "ack_p99_ms", "ms", False),
     ],
 }
 Samples = dict[str, dict[str, list[float]]]
