@@ -18,7 +18,7 @@ KILLS = 3
 
 
 def kafka_missing() -> str | None:
-    from scripts.kafka_ref import kafka_home
+    from scripts.faults.kafka_cluster import kafka_home
 
     if shutil.which("java") is None:
         return "java is not installed"
