@@ -50,6 +50,7 @@ type options struct {
 	configs          string
 	verify           bool
 	brokerPid        int
+	replication      int
 	warm             time.Duration
 	churnRate        int
 	keys             int
@@ -98,6 +99,7 @@ func main() {
 	flag.StringVar(&o.configs, "topic-configs", "", "k=v,k=v topic configs at creation")
 	flag.BoolVar(&o.verify, "verify", true, "read the topic back and check every record")
 	flag.IntVar(&o.brokerPid, "broker-pid", 0, "broker process whose CPU time to report (0: none)")
+	flag.IntVar(&o.replication, "replication-factor", 1, "replication factor of the topics it creates")
 	flag.DurationVar(&o.warm, "warm", 3*time.Second, "untimed start of the cleaner and soak modes")
 	flag.IntVar(&o.churnRate, "churn-rate", 10000, "records/s of many updates per key (cleaner)")
 	flag.IntVar(&o.keys, "keys", 1000, "keys the churn updates (cleaner)")
@@ -198,7 +200,7 @@ func createTopic(ctx context.Context, o options) error {
 		}
 	}
 	admin := kadm.NewClient(cl)
-	resp, err := admin.CreateTopic(ctx, int32(o.partitions), 1, configs, o.topic)
+	resp, err := admin.CreateTopic(ctx, int32(o.partitions), int16(o.replication), configs, o.topic)
 	if err != nil {
 		return fmt.Errorf("create topic: %w", err)
 	}
