@@ -11,11 +11,7 @@ from pathlib import Path
 
 from scripts.faults.cluster import FaultCluster, free_port
 from scripts.faults.netns import Network
-
-try:  # the reference helper lives under tests/ on main now, under scripts/ before
-    from tests.kafka_ref import KAFKA_VERSION, ensure_jars, kafka_home
-except ImportError:  # pragma: no cover - the older layout
-    from scripts.kafka_ref import KAFKA_VERSION, ensure_jars, kafka_home  # type: ignore[no-redef]
+from tests.kafka_ref import KAFKA_VERSION, ensure_jars, kafka_home
 
 JVM_OPTS = ("-Xmx512m", "-XX:+UseSerialGC")  # three nodes on a small machine; the benchmark passes Kafka's own
 
