@@ -294,10 +294,7 @@ class UnifiedLog:
                     index_path(local.directory, base).unlink(missing_ok=True)
         except OSError as error:
             raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
-        self._state = None
-        self._snapshot_offset = -1
-        self._segment_base = local.active_segment.base_offset
-        self.load_state()
+        self._rebuild_state()
         return True
 
     def truncate_fully_and_start_at(self, offset: int) -> None:
@@ -316,9 +313,13 @@ class UnifiedLog:
                 index_path(local.directory, base).unlink(missing_ok=True)
         except OSError as error:
             raise KafkaStorageError(f"{self._name}: truncation failed: {error}") from error
+        self._rebuild_state()
+
+    def _rebuild_state(self) -> None:
+        """Producer state again from the snapshots left and the log after a truncation."""
         self._state = None
         self._snapshot_offset = -1
-        self._segment_base = local.active_segment.base_offset
+        self._segment_base = self.local.active_segment.base_offset
         self.load_state()
 
     def _appended(self, info: AppendInfo, size: int) -> None:
