@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.api_keys import ApiKey
 from scripts.zookeeper import ZooKeeperServer
-from tests.process import BrokerProcess, RawClient
+from tests.process import BrokerProcess, RawClient, free_port
 
 SESSION_TIMEOUT_MS = 2000
 NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH = 6, 74
@@ -29,9 +29,12 @@ class Cluster:
         self.root = root
         self.brokers: dict[int, BrokerProcess] = {}
         self.configs: dict[str, str] = {}  # more broker configs, for every broker started from now on
+        self.listener: str | None = None  # e.g. SASL_SSL: each broker's only listener (else --listen, PLAINTEXT)
 
     def start(self, node_id: int) -> BrokerProcess:
         previous = self.brokers.get(node_id)
+        port = previous.port if previous else free_port()
+        listeners = [] if self.listener is None else ["--config", f"listeners={self.listener}://127.0.0.1:{port}"]
         process = BrokerProcess(
             self.root / f"broker-{node_id}",
             "--config",
@@ -43,7 +46,9 @@ class Cluster:
             "--config",
             "default.replication.factor=3",
             *(arg for name, value in self.configs.items() for arg in ("--config", f"{name}={value}")),
-            port=previous.port if previous else None,
+            *listeners,
+            port=port,
+            listen_flag=self.listener is None,
         )
         self.brokers[node_id] = process.start()
         return process
