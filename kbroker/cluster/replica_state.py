@@ -157,4 +157,4 @@ def isr_summary(changes: list[IsrChange]) -> dict[str, Any]:
         + (f" {c.reason}" if c.error is None else f" failed {c.error}")
         for c in changes[:ISR_LOG_EXAMPLES]
     ]
-    return {"partitions": len(changes), **counts, "examples": examples}
+    return {"changes": len(changes), "partitions": len({c.partition for c in changes}), **counts, "examples": examples}

@@ -152,7 +152,8 @@ def test_isr_summary_counts_and_names_a_few_partitions() -> None:
     changes.append(IsrChange(("u", 0), "isr_expanded", (1,), (1, 2)))
     changes.append(IsrChange(("u", 1), "isr_update_failed", (1,), (1, 3), "StaleStateError"))
     summary = isr_summary(changes)
-    assert summary["partitions"] == 9
+    assert (summary["changes"], summary["partitions"]) == (9, 9)
+    assert isr_summary(changes[:1] * 2)["partitions"] == 1  # one partition changed twice
     assert (summary["isr_shrunk"], summary["isr_expanded"], summary["isr_update_failed"]) == (7, 1, 1)
     assert summary["examples"] == [f"t-{p} [1, 2, 3]->[1, 2] isr_shrunk" for p in range(5)]
     tail = isr_summary(changes[7:])["examples"]
