@@ -7,7 +7,8 @@ broker's own keystore and truststore, then SASL with the broker's own credential
 sees this one's principal (a super user, or one with CLUSTER_ACTION on the cluster). Requests go one at a
 time on it, each bounded by a timeout, on the project's codec (both ends are kbroker, so no ApiVersions
 round). A failed or timed-out request closes the connection; the next one connects (and authenticates)
-again to the address the broker registered by then.
+again to the address the broker registered by then. A SASL session with a lifetime (the other side's
+connections.max.reauth.ms) is replaced by a new connection at 85% of it, rather than re-authenticated.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from protocol.schema import REQUESTS, RESPONSES
 log = structlog.get_logger(__name__)
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+SESSION_RENEWAL = 0.85  # of a SASL session's lifetime: when to connect again (Kafka's clients re-authenticate then)
 
 
 class BrokerUnreachableError(ConnectionError):
@@ -48,6 +50,7 @@ class _Connection:
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
         self.correlation_id = 0
+        self.renew_at: float | None = None  # loop time to connect again before the SASL session expires
 
     def close(self) -> None:
         if self.writer is not None:
@@ -99,13 +102,16 @@ class BrokerChannel:
                 raise
 
     async def _call(self, connection: _Connection, api_key: int, version: int, body: dict[str, Any]) -> dict[str, Any]:
+        renew_at = connection.renew_at
+        if renew_at is not None and asyncio.get_running_loop().time() >= renew_at:
+            connection.close()  # a new connection and session rather than re-authentication on this one
         if connection.writer is None or connection.writer.is_closing():
             endpoint = connection.endpoint
             tls = self.security.tls
             connection.reader, connection.writer = await asyncio.open_connection(
                 endpoint.host, endpoint.port, ssl=tls, server_hostname=endpoint.host if tls is not None else None
             )
-            connection.correlation_id = 0
+            connection.correlation_id, connection.renew_at = 0, None
             if self.security.mechanism is not None:
                 await self._authenticate(connection)
         return await self._exchange(connection, api_key, version, body)
@@ -131,6 +137,9 @@ class BrokerChannel:
                 token = None
             except ScramFailure as failure:
                 raise ChannelAuthenticationError(str(failure)) from failure
+        lifetime_ms = answer["session_lifetime_ms"]
+        if lifetime_ms > 0:  # connections.max.reauth.ms on the other side (KIP-368)
+            connection.renew_at = asyncio.get_running_loop().time() + lifetime_ms * SESSION_RENEWAL / 1000
 
     async def _exchange(
         self, connection: _Connection, api_key: int, version: int, body: dict[str, Any]

@@ -1,16 +1,22 @@
 """How a broker connects to the others, from its config: the inter-broker listener (Kafka's two ways of naming
-it), the TLS client context, and the SASL mechanism with the listener's JAAS username and password."""
+it), the TLS client context, and the SASL mechanism with the listener's JAAS username and password; and the
+channel renewing its SASL session on a real broker."""
 
 from __future__ import annotations
 
+import asyncio
 import ssl
 from pathlib import Path
 
 import pytest
 
+from kbroker.cluster.channel import BrokerChannel
 from kbroker.cluster.channel_security import ChannelSecurity
+from kbroker.cluster.znodes import BrokerEndpoint
 from kbroker.config import BrokerConfig, ConfigError
+from protocol.api_keys import ApiKey
 from tests.broker.tls_support import make_certificates
+from tests.process import BrokerProcess, free_port
 
 LISTENERS = "PLAINTEXT://127.0.0.1:9092,SASL_SSL://127.0.0.1:9093,SASL_PLAINTEXT://127.0.0.1:9094"
 SCRAM_JAAS = 'org.apache.kafka.common.security.scram.ScramLoginModule required username="broker" password="b-secret";'
@@ -71,3 +77,37 @@ def test_tls_trusts_the_brokers_truststore_and_checks_host_names_unless_told_not
     assert len(context.get_ca_certs()) == 1
     unchecked = security(**props | {"listener.name.sasl_ssl.ssl.endpoint.identification.algorithm": ""}).tls
     assert unchecked is not None and not unchecked.check_hostname and unchecked.verify_mode is ssl.CERT_REQUIRED
+
+
+def test_the_channel_connects_again_before_its_sasl_session_expires(tmp_path: Path) -> None:
+    """With connections.max.reauth.ms on the other side, a request after the session's end would close the
+    connection; the channel replaces the connection at 85% of the session's lifetime instead."""
+    port = free_port()
+    jaas = 'org.apache.kafka.common.security.plain.PlainLoginModule required user_admin="admin-secret";'
+    settings = [f"listeners=SASL_PLAINTEXT://127.0.0.1:{port}", "connections.max.reauth.ms=1000",
+                f"listener.name.sasl_plaintext.plain.sasl.jaas.config={jaas}"]  # fmt: skip
+    broker = BrokerProcess(
+        tmp_path / "data", *(a for s in settings for a in ("--config", s)), port=port, listen_flag=False
+    ).start()
+    security = ChannelSecurity("SASL_PLAINTEXT", None, "PLAIN", "admin", "admin-secret")
+    endpoint = BrokerEndpoint("SASL_PLAINTEXT", "SASL_PLAINTEXT", "127.0.0.1", port)
+
+    async def requests_for_three_sessions() -> set[int]:
+        channel = BrokerChannel("test", lambda _: endpoint, security)
+        loop = asyncio.get_running_loop()
+        deadline, connections = loop.time() + 3.0, set()
+        try:
+            while loop.time() < deadline:
+                body = {"topics": [], "allow_auto_topic_creation": False}
+                answer = await channel.call(0, ApiKey.METADATA, 12, body, timeout_s=10)
+                assert answer["brokers"], answer
+                connections.add(id(channel._connections[0].writer))
+                await asyncio.sleep(0.05)  # a request every 50 ms, none failing
+        finally:
+            channel.close()
+        return connections
+
+    try:
+        assert len(asyncio.run(requests_for_three_sessions())) >= 3
+    finally:
+        broker.stop()
