@@ -29,12 +29,20 @@ class Cluster:
         self.root = root
         self.brokers: dict[int, BrokerProcess] = {}
         self.configs: dict[str, str] = {}  # more broker configs, for every broker started from now on
-        self.listener: str | None = None  # e.g. SASL_SSL: each broker's only listener (else --listen, PLAINTEXT)
+        self.listener: str | None = None  # e.g. SASL_SSL: each broker's first listener (else --listen, PLAINTEXT)
+        self.more_listeners: tuple[str, ...] = ()  # more listeners (named after their protocol), each on a port
+        self._more_ports: dict[tuple[int, str], int] = {}
 
     def start(self, node_id: int) -> BrokerProcess:
         previous = self.brokers.get(node_id)
         port = previous.port if previous else free_port()
-        listeners = [] if self.listener is None else ["--config", f"listeners={self.listener}://127.0.0.1:{port}"]
+        listeners = []
+        if self.listener is not None:
+            entries = [f"{self.listener}://127.0.0.1:{port}"]
+            for name in self.more_listeners:
+                more = self._more_ports.setdefault((node_id, name), free_port())
+                entries.append(f"{name}://127.0.0.1:{more}")
+            listeners = ["--config", "listeners=" + ",".join(entries)]
         process = BrokerProcess(
             self.root / f"broker-{node_id}",
             "--config",

@@ -1,7 +1,8 @@
-"""Replication in a secured cluster: three kbroker processes and a real ZooKeeper, each broker's only listener
-SASL_SSL (PLAIN and SCRAM-SHA-512), an authorizer with allow.everyone.if.no.acl.found=false and
-super.users=User:admin. The brokers replicate as User:admin over TLS with SCRAM-SHA-512 (security.inter.broker
-.protocol and sasl.mechanism.inter.broker.protocol); a client with its own SCRAM user and only WRITE/READ ACLs
+"""Replication in a secured cluster: three kbroker processes and a real ZooKeeper, each broker's client
+listener SASL_SSL (PLAIN and SCRAM-SHA-512), an authorizer with allow.everyone.if.no.acl.found=false and
+super.users=User:admin. The brokers replicate as User:admin with SCRAM-SHA-512, over that listener (TLS,
+security.inter.broker.protocol) or over a SASL_PLAINTEXT listener of their own (inter.broker.listener.name);
+a client with its own SCRAM user and only WRITE/READ ACLs
 produces with acks=all and consumes, before and after its leader is killed -9. A principal without
 CLUSTER_ACTION sending a follower's Fetch is refused, even with READ on the topic, as Kafka refuses it.
 
@@ -44,30 +45,40 @@ SCRAM_JAAS = (
 SCRAM_SHA_512 = 2
 
 
-@pytest.fixture
-def secured(zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[tuple[Cluster, Certificates]]:
-    certs = make_certificates(tmp_path / "tls")
-    cluster = Cluster(zookeeper, zk_chroot, tmp_path)
+def secured_cluster(cluster: Cluster, certs: Certificates, inter_broker: str) -> None:
+    """Start three brokers whose client listener is SASL_SSL and whose inter-broker listener is `inter_broker`
+    (the same listener, named through security.inter.broker.protocol, or a SASL_PLAINTEXT one of its own,
+    named through inter.broker.listener.name)."""
     cluster.listener = "SASL_SSL"
+    if inter_broker == "SASL_SSL":
+        cluster.configs["security.inter.broker.protocol"] = "SASL_SSL"
+    else:
+        cluster.more_listeners = (inter_broker,)
+        cluster.configs["inter.broker.listener.name"] = inter_broker
+        cluster.configs[f"listener.name.{inter_broker.lower()}.sasl.enabled.mechanisms"] = "SCRAM-SHA-512"
     cluster.configs.update(
         {
-            "security.inter.broker.protocol": "SASL_SSL",
             "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
             "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
             "listener.name.sasl_ssl.plain.sasl.jaas.config": PLAIN_JAAS,
-            "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
+            f"listener.name.{inter_broker.lower()}.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
             "ssl.keystore.location": str(certs.server),
             "ssl.truststore.location": str(certs.ca),
             "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
             "allow.everyone.if.no.acl.found": "false",
             "super.users": "User:admin",
-            "replica.lag.time.max.ms": "5000",
         }
     )
+    for node_id in (1, 2, 3):
+        cluster.start(node_id)
+
+
+@pytest.fixture
+def secured(zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Iterator[tuple[Cluster, Certificates]]:
+    """Unstarted: the test starts it with `secured_cluster`."""
+    cluster = Cluster(zookeeper, zk_chroot, tmp_path)
     try:
-        for node_id in (1, 2, 3):
-            cluster.start(node_id)
-        yield cluster, certs
+        yield cluster, make_certificates(tmp_path / "tls")
     finally:
         cluster.stop_all()
 
@@ -149,10 +160,12 @@ def produce(config: dict[str, Any], topic: str, values: list[str]) -> list[int]:
     return acknowledged
 
 
+@pytest.mark.parametrize("inter_broker", ["SASL_SSL", "SASL_PLAINTEXT"])
 def test_a_secured_cluster_replicates_and_keeps_acknowledged_records_when_the_leader_dies(
-    secured: tuple[Cluster, Certificates],
+    secured: tuple[Cluster, Certificates], inter_broker: str
 ) -> None:
     cluster, certs = secured
+    secured_cluster(cluster, certs, inter_broker)
     topic = "payments"
     set_up_users(cluster, certs, topic)
     admin = create_topic(cluster, certs, topic)
@@ -193,6 +206,7 @@ def test_a_secured_cluster_replicates_and_keeps_acknowledged_records_when_the_le
 
 def test_a_follower_fetch_needs_cluster_action_not_topic_read(secured: tuple[Cluster, Certificates]) -> None:
     cluster, certs = secured
+    secured_cluster(cluster, certs, "SASL_SSL")
     topic = "ledger"
     set_up_users(cluster, certs, topic)
     admin = create_topic(cluster, certs, topic)
