@@ -43,7 +43,10 @@ class ScramCredential:
 
     @classmethod
     def from_salted_password(cls, mechanism: str, salt: bytes, salted: bytes, iterations: int) -> ScramCredential:
-        _, stored_key, server_key = _keys(HASHES[mechanism], salted)
+        digest = HASHES[mechanism]
+        client_key = hmac.digest(salted, b"Client Key", digest)
+        stored_key = hashlib.new(digest, client_key).digest()
+        server_key = hmac.digest(salted, b"Server Key", digest)
         return cls(salt, stored_key, server_key, iterations)
 
     @classmethod
@@ -277,6 +280,8 @@ class ScramClient:
     (which checks that the server knew the credential too). Raises ScramFailure."""
 
     def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None) -> None:
+        import secrets  # (the hash and random modules load when first needed: start-up time)
+
         self.mechanism = mechanism
         self.password = password
         self._nonce = nonce or secrets.token_urlsafe(18)
@@ -295,9 +300,15 @@ class ScramClient:
             raise ScramFailure(f"Invalid SCRAM server first message {text!r}")
         if int(iterations) < MIN_ITERATIONS:
             raise ScramFailure(f"SCRAM iterations {iterations} below {MIN_ITERATIONS}")
+        import hashlib
+        import hmac
+
         digest = HASHES[self.mechanism]
-        salted = hashlib.pbkdf2_hmac(digest, self.password.encode(), base64.b64decode(salt), int(iterations))
-        client_key, stored_key, server_key = _keys(digest, salted)
+        salt_bytes = base64.b64decode(salt)
+        salted = hashlib.pbkdf2_hmac(digest, self.password.encode(), salt_bytes, int(iterations))
+        credential = ScramCredential.from_salted_password(self.mechanism, salt_bytes, salted, int(iterations))
+        stored_key, server_key = credential.stored_key, credential.server_key  # the keys the server holds
+        client_key = hmac.digest(salted, b"Client Key", digest)
         without_proof = "c=" + base64.b64encode(b"n,,").decode() + f",r={nonce}"
         auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
         signature = hmac.digest(stored_key, auth_message, digest)
@@ -306,17 +317,12 @@ class ScramClient:
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
     def verify(self, server_final: bytes) -> None:
+        import hmac
+
         text = bytes(server_final).decode("utf-8", "replace")
         expected = "v=" + base64.b64encode(self._server_signature).decode()
         if not self._server_signature or not hmac.compare_digest(text.encode(), expected.encode()):
             raise ScramFailure("Invalid SCRAM server signature")
-
-
-def _keys(digest: str, salted: bytes) -> tuple[bytes, bytes, bytes]:
-    """ClientKey, StoredKey and ServerKey of a salted password (RFC 5802)."""
-    client_key = hmac.digest(salted, b"Client Key", digest)
-    stored_key = hashlib.new(digest, client_key).digest()
-    return client_key, stored_key, hmac.digest(salted, b"Server Key", digest)
 
 
 def _attributes(text: str) -> dict[str, str]:
