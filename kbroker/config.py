@@ -362,6 +362,12 @@ class BrokerConfig:
         config = cls(values, explicit, listeners, directory, per_listener)
         config._check_derived()
         inter_broker = values.get("inter.broker.listener.name")
+        if "security.inter.broker.protocol" in explicit:
+            if isinstance(inter_broker, str):
+                raise ConfigError(
+                    "only one of inter.broker.listener.name and security.inter.broker.protocol may be set"
+                )
+            inter_broker = values["security.inter.broker.protocol"]
         if isinstance(inter_broker, str) and inter_broker.upper() not in {x.name for x in listeners}:
             raise ConfigError(f"inter.broker.listener.name {inter_broker} must be one of the listeners")
         return config
@@ -442,8 +448,11 @@ class BrokerConfig:
 
     @property
     def inter_broker_listener(self) -> Listener:
-        """The listener other brokers reach this one through: inter.broker.listener.name, else the first."""
+        """The listener other brokers reach this one through: inter.broker.listener.name, else the one named
+        after security.inter.broker.protocol when that is set (Kafka's rule), else the first."""
         name = self._values.get("inter.broker.listener.name")
+        if not isinstance(name, str) and "security.inter.broker.protocol" in self._explicit:
+            name = self._values.get("security.inter.broker.protocol")
         return self.listener(name.upper()) if isinstance(name, str) else self.listeners[0]
 
     @property

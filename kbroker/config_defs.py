@@ -539,8 +539,19 @@ _CLUSTER = [
        "session timeout.", _POSITIVE),
     _p("broker.rack", STR, None, "Rack of this broker, registered in ZooKeeper and given to clients in Metadata.",
        note="Replica assignment is rack-unaware (the rack is reported, not used)."),
-    _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other; unset: the first "
-       "listener.", note="Followers fetch and coordinators send markers on it; it must be PLAINTEXT."),
+    _p("inter.broker.listener.name", STR, None, "Listener brokers use to talk to each other; unset: the listener "
+       "named by security.inter.broker.protocol when that is set, else the first listener.",
+       note="Followers fetch and coordinators send markers on it, with its TLS and SASL."),
+    _p("security.inter.broker.protocol", STR, "PLAINTEXT", "Security protocol between brokers, when "
+       "inter.broker.listener.name is unset: the listener of that name is the inter-broker one.",
+       OneOf(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")),
+       note="Taken only when set explicitly (kbroker's unset default is the first listener)."),
+    _p("sasl.mechanism.inter.broker.protocol", STR, "GSSAPI", "SASL mechanism a broker authenticates with to "
+       "the others on a SASL inter-broker listener, with the username and password of the listener's "
+       "listener.name.<name>.<mechanism>.sasl.jaas.config.",
+       note="kbroker offers PLAIN, SCRAM-SHA-256 and SCRAM-SHA-512; Kafka's default GSSAPI is refused at start."),
+    _p("ssl.endpoint.identification.algorithm", STR, "https", "How a broker checks the certificate of another "
+       "broker it connects to over TLS: https verifies the host name; empty: the CA only.", per_listener=True),
     _p("replica.lag.time.max.ms", LONG, 30000, "A follower that has not caught up for this long leaves the ISR.",
        _NON_NEGATIVE),
     _p("replica.fetch.max.bytes", INT, 1048576, "Bytes a follower asks per partition in a fetch.", _NON_NEGATIVE),

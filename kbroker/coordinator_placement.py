@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from kbroker.cluster.channel import BrokerChannel
+from kbroker.cluster.channel_security import ChannelSecurity
 from kbroker.cluster.metadata import ClusterMetadata
 from kbroker.cluster.store import TopicExistsInZkError
 from kbroker.cluster.znodes import NO_LEADER, BrokerEndpoint
@@ -87,7 +88,9 @@ class CoordinatorPlacement:
                 {**TXN_TOPIC_CONFIGS, "min.insync.replicas": str(config.get_int("transaction.state.log.min.isr"))},
             ),
         }
-        self.channel = BrokerChannel(f"broker-{broker.node_id}", self._inter_broker_endpoint)
+        self.channel = BrokerChannel(
+            f"broker-{broker.node_id}", self._inter_broker_endpoint, ChannelSecurity.from_config(config)
+        )
         self._creating: dict[str, asyncio.Task[None]] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
 

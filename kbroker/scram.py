@@ -1,4 +1,5 @@
-"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677): stored credentials and the server's exchange.
+"""SCRAM-SHA-256 and SCRAM-SHA-512 (RFC 5802, RFC 7677): stored credentials, the server's exchange, and the
+client's (a broker authenticating to another over the inter-broker listener).
 
 Credentials are managed as Kafka manages them, through AlterUserScramCredentials: the client sends a
 salt, an iteration count and the salted password; the broker keeps only the salt, the iteration count
@@ -282,6 +283,56 @@ class ScramServer:
         self.done = True
         server_signature = hmac.digest(credential.server_key, auth_message, digest)
         return "v=" + base64.b64encode(server_signature).decode()
+
+
+class ScramClient:
+    """The client's side of one exchange: `first()`, then `final(server_first)`, then `verify(server_final)`
+    (which checks that the server knew the credential too). Raises ScramFailure."""
+
+    def __init__(self, mechanism: str, user: str, password: str, nonce: str | None = None) -> None:
+        import secrets  # (the hash and random modules load when first needed: start-up time)
+
+        self.mechanism = mechanism
+        self.password = password
+        self._nonce = nonce or secrets.token_urlsafe(18)
+        name = user.replace("=", "=3D").replace(",", "=2C")
+        self._client_first_bare = f"n={name},r={self._nonce}"
+        self._server_signature = b""
+
+    def first(self) -> bytes:
+        return ("n,," + self._client_first_bare).encode()
+
+    def final(self, server_first: bytes) -> bytes:
+        text = bytes(server_first).decode("utf-8", "replace")
+        attributes = _attributes(text)
+        nonce, salt, iterations = attributes.get("r", ""), attributes.get("s"), attributes.get("i", "")
+        if not nonce.startswith(self._nonce) or nonce == self._nonce or salt is None or not iterations.isdigit():
+            raise ScramFailure(f"Invalid SCRAM server first message {text!r}")
+        if int(iterations) < MIN_ITERATIONS:
+            raise ScramFailure(f"SCRAM iterations {iterations} below {MIN_ITERATIONS}")
+        import hashlib
+        import hmac
+
+        digest = HASHES[self.mechanism]
+        salt_bytes = base64.b64decode(salt)
+        salted = hashlib.pbkdf2_hmac(digest, self.password.encode(), salt_bytes, int(iterations))
+        credential = ScramCredential.from_salted_password(self.mechanism, salt_bytes, salted, int(iterations))
+        stored_key, server_key = credential.stored_key, credential.server_key  # the keys the server holds
+        client_key = hmac.digest(salted, b"Client Key", digest)
+        without_proof = "c=" + base64.b64encode(b"n,,").decode() + f",r={nonce}"
+        auth_message = f"{self._client_first_bare},{text},{without_proof}".encode()
+        signature = hmac.digest(stored_key, auth_message, digest)
+        proof = bytes(a ^ b for a, b in zip(client_key, signature, strict=True))
+        self._server_signature = hmac.digest(server_key, auth_message, digest)
+        return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
+
+    def verify(self, server_final: bytes) -> None:
+        import hmac
+
+        text = bytes(server_final).decode("utf-8", "replace")
+        expected = "v=" + base64.b64encode(self._server_signature).decode()
+        if not self._server_signature or not hmac.compare_digest(text.encode(), expected.encode()):
+            raise ScramFailure("Invalid SCRAM server signature")
 
 
 def _attributes(text: str) -> dict[str, str]:

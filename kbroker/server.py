@@ -133,6 +133,9 @@ async def serve(
         broker.authorizer = new_authorizer(config)
     broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
+        from kbroker.cluster.channel_security import ChannelSecurity
+
+        ChannelSecurity.from_config(config)  # a ConfigError before joining: no broker registers unable to replicate
         await _join_cluster(broker, fresh_data_dir)
     cleaner = new_log_cleaner(lambda: broker.config, logs)  # topic settings as they are now (dynamic configs)
     # a single broker starts a coordinator with nothing to replay at its first use (start-up time)

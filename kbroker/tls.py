@@ -1,4 +1,5 @@
-"""TLS for SSL listeners: the server context from Kafka's ssl.* properties, and the client's principal.
+"""TLS for SSL listeners: the server context from Kafka's ssl.* properties, the client's principal, and the
+client context a broker connects to the others with (an SSL or SASL_SSL inter-broker listener).
 
 Keystores and truststores are PEM (`ssl.keystore.type=PEM`), from a file (`ssl.keystore.location`:
 the certificate chain and the private key, `ssl.key.password` when the key is encrypted) or inline
@@ -14,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import ssl
+from collections.abc import Callable
 from typing import Any, cast
 
 from kbroker.config import BrokerConfig, ConfigError
@@ -39,21 +41,63 @@ _RDN_NAMES = {
 
 def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     """The SSLContext of one SSL listener; ConfigError or OSError (ssl.SSLError) when its settings are unusable."""
+    setting = _settings(config, listener)
+    context = _context(ssl.PROTOCOL_TLS_SERVER, setting, listener)
+    if not _load_keystore(context, setting):
+        raise ConfigError(
+            f"listener {listener} is SSL but has no keystore: set ssl.keystore.location, or "
+            "ssl.keystore.certificate.chain and ssl.keystore.key"
+        )
+    trusted = _load_truststore(context, setting)
+    client_auth = setting("ssl.client.auth").lower()
+    if client_auth not in _CLIENT_AUTH:
+        raise ConfigError(f"ssl.client.auth must be one of {', '.join(_CLIENT_AUTH)}, not {client_auth!r}")
+    if client_auth != "none" and not trusted:
+        raise ConfigError(f"ssl.client.auth={client_auth} on listener {listener} needs a truststore")
+    context.verify_mode = _CLIENT_AUTH[client_auth]
+    return context
 
+
+def client_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
+    """The SSLContext a broker connects to another with over the SSL inter-broker listener `listener`: the same
+    keystore (its certificate, for listeners with ssl.client.auth) and truststore (the system's when none is set),
+    the host name checked unless ssl.endpoint.identification.algorithm is empty, as in Kafka."""
+    setting = _settings(config, listener)
+    context = _context(ssl.PROTOCOL_TLS_CLIENT, setting, listener)
+    _load_keystore(context, setting)
+    if not _load_truststore(context, setting):
+        context.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    algorithm = setting("ssl.endpoint.identification.algorithm").lower()
+    if algorithm not in ("https", ""):
+        raise ConfigError(f"ssl.endpoint.identification.algorithm must be https or empty, not {algorithm!r}")
+    context.check_hostname = algorithm == "https"
+    return context
+
+
+def _settings(config: BrokerConfig, listener: str) -> Callable[[str], str]:
     def setting(name: str) -> str:
         value = config.for_listener(listener, name)
         return value.strip() if isinstance(value, str) else ""
 
+    return setting
+
+
+def _context(purpose: ssl._SSLMethod, setting: Callable[[str], str], listener: str) -> ssl.SSLContext:
     for kind in ("ssl.keystore.type", "ssl.truststore.type"):
         if setting(kind).upper() != "PEM":
             raise ConfigError(f"{kind} is {setting(kind)!r} for listener {listener}: kbroker reads PEM stores only")
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context = ssl.SSLContext(purpose)
     versions = [v.strip() for v in setting("ssl.enabled.protocols").split(",") if v.strip()]
     unknown = [v for v in versions if v not in _VERSIONS]
     if unknown or not versions:
         raise ConfigError(f"ssl.enabled.protocols {versions!r}: kbroker speaks {', '.join(_VERSIONS)}")
     context.minimum_version = min(_VERSIONS[v] for v in versions)
     context.maximum_version = max(_VERSIONS[v] for v in versions)
+    return context
+
+
+def _load_keystore(context: ssl.SSLContext, setting: Callable[[str], str]) -> bool:
+    """The keystore's certificate chain and key into `context`; False when none is configured."""
     password = setting("ssl.key.password") or None
     location, chain, key = (
         setting("ssl.keystore.location"),
@@ -65,22 +109,20 @@ def server_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
     elif chain and key:
         _load_inline_chain(context, chain, key, password)
     else:
-        raise ConfigError(
-            f"listener {listener} is SSL but has no keystore: set ssl.keystore.location, or "
-            "ssl.keystore.certificate.chain and ssl.keystore.key"
-        )
+        return False
+    return True
+
+
+def _load_truststore(context: ssl.SSLContext, setting: Callable[[str], str]) -> bool:
+    """The trusted certificates into `context`; False when none are configured."""
     trusted_file, trusted_inline = setting("ssl.truststore.location"), setting("ssl.truststore.certificates")
     if trusted_file:
         context.load_verify_locations(cafile=trusted_file)
     elif trusted_inline:
         context.load_verify_locations(cadata=trusted_inline)
-    client_auth = setting("ssl.client.auth").lower()
-    if client_auth not in _CLIENT_AUTH:
-        raise ConfigError(f"ssl.client.auth must be one of {', '.join(_CLIENT_AUTH)}, not {client_auth!r}")
-    if client_auth != "none" and not (trusted_file or trusted_inline):
-        raise ConfigError(f"ssl.client.auth={client_auth} on listener {listener} needs a truststore")
-    context.verify_mode = _CLIENT_AUTH[client_auth]
-    return context
+    else:
+        return False
+    return True
 
 
 def _load_inline_chain(context: ssl.SSLContext, chain: str, key: str, password: str | None) -> None:

@@ -27,10 +27,11 @@ import structlog
 from kazoo.exceptions import KazooException
 
 from kbroker.cluster.channel import BrokerChannel
+from kbroker.cluster.channel_security import ChannelSecurity
 from kbroker.cluster.controller import InvalidIsrUpdate, leader_isr_update
 from kbroker.cluster.fetcher import FetcherConfig, ReplicaFetcher
 from kbroker.cluster.metadata import ClusterMetadata
-from kbroker.cluster.replica_state import LeaderState
+from kbroker.cluster.replica_state import ISR_LOG_INTERVAL_S, IsrChange, LeaderState, isr_summary
 from kbroker.cluster.store import StaleStateError
 from kbroker.cluster.znodes import BrokerEndpoint
 from kbroker.log import AppendInfo, NotEnoughReplicasError, UnifiedLog
@@ -69,7 +70,9 @@ class ReplicaManager:
             response_max_bytes=config.get_int("replica.fetch.response.max.bytes"),
             backoff_ms=config.get_int("replica.fetch.backoff.ms"),
         )
-        self.channel = BrokerChannel(f"replica-fetcher-{self.node_id}", self._inter_broker_endpoint)
+        self.channel = BrokerChannel(
+            f"replica-fetcher-{self.node_id}", self._inter_broker_endpoint, ChannelSecurity.from_config(config)
+        )
         self.leaders: dict[TopicPartition, LeaderState] = {}
         self._led_logs: dict[TopicPartition, UnifiedLog] = {}  # the log each LeaderState is about
         self.followed: dict[TopicPartition, int] = {}  # partition -> the broker it is fetched from
@@ -77,6 +80,8 @@ class ReplicaManager:
         self._waits: dict[TopicPartition, list[_DelayedProduce]] = {}
         self._isr_writes: set[asyncio.Task[None]] = set()  # and fetchers stopping
         self._expiry: asyncio.Task[None] | None = None
+        self._isr_changes: list[IsrChange] = []  # written (or refused) since the last summary
+        self._isr_log_timer: asyncio.TimerHandle | None = None
         self.shutting_down = False
 
     def start(self) -> None:
@@ -104,6 +109,9 @@ class ReplicaManager:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        if self._isr_log_timer is not None:
+            self._isr_log_timer.cancel()
+        self._log_isr_changes()
         await asyncio.gather(*(f.stop() for f in self.fetchers.values()))
         self.fetchers.clear()
         self.channel.close()
@@ -319,6 +327,18 @@ class ReplicaManager:
 
     # ----- the ISR
 
+    def _note_isr(self, change: IsrChange) -> None:
+        """ISR changes are logged as one summary a second at most, however many partitions change together."""
+        self._isr_changes.append(change)
+        if self._isr_log_timer is None:
+            self._isr_log_timer = asyncio.get_running_loop().call_later(ISR_LOG_INTERVAL_S, self._log_isr_changes)
+
+    def _log_isr_changes(self) -> None:
+        self._isr_log_timer = None
+        changes, self._isr_changes = self._isr_changes, []
+        if changes:
+            log.info("isr_changed", broker_id=self.node_id, **isr_summary(changes))
+
     async def _expire_isr(self) -> None:
         """Kafka's isr-expiration task: every replica.lag.time.max.ms / 2, shrink the ISRs of lagging followers."""
         interval = max(self.lag_time_max_ms / 2000, 0.05)
@@ -357,14 +377,11 @@ class ReplicaManager:
             await store.update_isr_as_leader(topic, index, after)
         except (StaleStateError, InvalidIsrUpdate, KazooException) as error:
             state.isr_failed()  # (the refresh the controller's write brings sets the ISR it wrote)
-            log.info("isr_update_failed", topic=topic, partition=index, error=type(error).__name__)
+            self._note_isr(IsrChange(key, "isr_update_failed", state.isr, isr, type(error).__name__))
             return
         before = state.isr
         state.isr_written(isr)
-        log.info(
-            "isr_changed", topic=topic, partition=index, reason=reason, before=list(before), isr=list(isr),
-            leader_epoch=state.leader_epoch,
-        )  # fmt: skip
+        self._note_isr(IsrChange(key, reason, before, isr))
         if self.leaders.get(key) is state:
             self._advance(key, partition_log, state)
             self._check_waits(key, partition_log)  # a shrink below min.insync.replicas fails waiting writes

@@ -18,6 +18,7 @@ given by the caller):
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 UNKNOWN_OFFSET = -1
 
@@ -129,3 +130,31 @@ class LeaderState:
     def isr_failed(self) -> None:
         """The write lost a race or failed: decide again later, from a fresh read."""
         self.pending_isr = None
+
+
+ISR_LOG_INTERVAL_S = 1.0
+ISR_LOG_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class IsrChange:
+    """One partition's ISR write: `reason` isr_shrunk, isr_expanded or isr_update_failed (then `error`)."""
+
+    partition: tuple[str, int]
+    reason: str
+    before: tuple[int, ...]
+    after: tuple[int, ...]
+    error: str | None = None
+
+
+def isr_summary(changes: list[IsrChange]) -> dict[str, Any]:
+    """One log event's fields for many ISR changes: counts per reason and the first few partitions."""
+    counts: dict[str, int] = {}
+    for change in changes:
+        counts[change.reason] = counts.get(change.reason, 0) + 1
+    examples = [
+        f"{c.partition[0]}-{c.partition[1]} {list(c.before)}->{list(c.after)}"
+        + (f" {c.reason}" if c.error is None else f" failed {c.error}")
+        for c in changes[:ISR_LOG_EXAMPLES]
+    ]
+    return {"changes": len(changes), "partitions": len({c.partition for c in changes}), **counts, "examples": examples}

@@ -20,7 +20,8 @@ A follower's fetch (replica_id >= 0, cluster mode; Kafka's replica fetch path) r
 offset, is first checked against its LastFetchedEpoch (the leader's epoch cache: a follower whose last
 epoch ended earlier here, or is unknown here, gets DivergingEpoch and no records, and truncates), and
 reports its fetch offset to the leader's replica state (kbroker.cluster.replica_manager: the high
-watermark, the ISR). Its long poll counts appends; a consumer's on a replicated partition wakes when
+watermark, the ISR). With an authorizer a follower's fetch needs CLUSTER_ACTION on the cluster, never READ
+on the topics. Its long poll counts appends; a consumer's on a replicated partition wakes when
 the high watermark moves.
 Batches go out as FileChunks (kbroker.sendfile): the connection sends them with
 os.sendfile, so the record bytes never pass through Python.
@@ -126,9 +127,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
     read_committed = request["isolation_level"] == READ_COMMITTED
     replica_id = request.get("replica_id", -1) if _is_replica(ctx, request) else -1
     responses = []
-    readable = (
-        None if ctx.broker.authorizer is None else ctx.authorized(READ, TOPIC, [t["topic"] for t in request["topics"]])
-    )
+    readable = None if ctx.broker.authorizer is None else _readable(ctx, request)
     for topic in request["topics"]:
         name = topic["topic"]
         partitions = []
@@ -198,6 +197,16 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
         responses.append({"topic": name, "partitions": partitions})
     response = {"throttle_time_ms": 0, "error_code": 0, "session_id": NO_SESSION, "responses": responses}
     return response, total, failed
+
+
+def _readable(ctx: RequestContext, request: dict[str, Any]) -> set[str]:
+    """The topics the fetch may read. A consumer needs READ on each; a follower (replica_id >= 0, Kafka's
+    isFromFollower, whether or not this broker is in a cluster) needs CLUSTER_ACTION on the cluster, and
+    without it gets TOPIC_AUTHORIZATION_FAILED for every partition, as KafkaApis.handleFetchRequest answers."""
+    names = [t["topic"] for t in request["topics"]]
+    if request.get("replica_id", -1) >= 0:
+        return set(names) if ctx.authorize(AclOperation.CLUSTER_ACTION, ResourceType.CLUSTER) else set()
+    return ctx.authorized(READ, TOPIC, names)
 
 
 def _is_replica(ctx: RequestContext, request: dict[str, Any]) -> bool:

@@ -127,3 +127,39 @@ def test_store_alter_describe_and_reload(tmp_path: Path) -> None:
     twice = again.alter([{"name": "alice", "mechanism": 2}], [upsert("alice", 2)])
     assert twice[0]["error_code"] == ErrorCode.DUPLICATE_RESOURCE
     assert [r["user"] for r in ScramStore.load(tmp_path).describe(None)] == ["alice"]
+
+
+def test_client_follows_rfc7677() -> None:
+    """The client's side of RFC 7677 section 3: its messages and the server signature it accepts."""
+    client = scram.ScramClient("SCRAM-SHA-256", "user", "pencil", nonce="rOprNGfwEbeRWgbNEkqO")
+    assert client.first() == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
+    server_first = b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
+    assert client.final(server_first) == (
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
+    client.verify(b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+    with pytest.raises(ScramFailure):
+        client.verify(b"v=AAAA")
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_client_and_server_agree(tmp_path: Path, mechanism: str) -> None:
+    store = store_with(tmp_path, "a,b=c", "secret", mechanism)
+    server = ScramServer(mechanism, store)
+    client = scram.ScramClient(mechanism, "a,b=c", "secret")
+    client.verify(server.step(client.final(server.step(client.first()))))
+    assert server.done and server.user == "a,b=c"
+    wrong = scram.ScramClient(mechanism, "a,b=c", "other")
+    server = ScramServer(mechanism, store)
+    with pytest.raises(ScramFailure):
+        server.step(wrong.final(server.step(wrong.first())))
+
+
+@pytest.mark.parametrize(
+    "server_first",
+    [b"r=abc,s=AAAA,i=4096", b"r=abcdef,s=AAAA,i=100", b"r=xyzdef,s=AAAA,i=4096", b"r=abcdef,i=4096"],
+    ids=["nonce-not-extended", "too-few-iterations", "foreign-nonce", "no-salt"],
+)
+def test_client_refuses_a_bad_server_first(server_first: bytes) -> None:
+    with pytest.raises(ScramFailure):
+        scram.ScramClient("SCRAM-SHA-256", "u", "p", nonce="abc").final(server_first)

@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from protocol.api_keys import ApiKey
 from scripts.zookeeper import ZooKeeperServer
-from tests.process import BrokerProcess, RawClient
+from tests.process import BrokerProcess, RawClient, free_port
 
 SESSION_TIMEOUT_MS = 2000
 NOT_LEADER_OR_FOLLOWER, FENCED_LEADER_EPOCH = 6, 74
@@ -29,9 +29,20 @@ class Cluster:
         self.root = root
         self.brokers: dict[int, BrokerProcess] = {}
         self.configs: dict[str, str] = {}  # more broker configs, for every broker started from now on
+        self.listener: str | None = None  # e.g. SASL_SSL: each broker's first listener (else --listen, PLAINTEXT)
+        self.more_listeners: tuple[str, ...] = ()  # more listeners (named after their protocol), each on a port
+        self._more_ports: dict[tuple[int, str], int] = {}
 
     def start(self, node_id: int) -> BrokerProcess:
         previous = self.brokers.get(node_id)
+        port = previous.port if previous else free_port()
+        listeners = []
+        if self.listener is not None:
+            entries = [f"{self.listener}://127.0.0.1:{port}"]
+            for name in self.more_listeners:
+                more = self._more_ports.setdefault((node_id, name), free_port())
+                entries.append(f"{name}://127.0.0.1:{more}")
+            listeners = ["--config", "listeners=" + ",".join(entries)]
         process = BrokerProcess(
             self.root / f"broker-{node_id}",
             "--config",
@@ -43,7 +54,9 @@ class Cluster:
             "--config",
             "default.replication.factor=3",
             *(arg for name, value in self.configs.items() for arg in ("--config", f"{name}={value}")),
-            port=previous.port if previous else None,
+            *listeners,
+            port=port,
+            listen_flag=self.listener is None,
         )
         self.brokers[node_id] = process.start()
         return process

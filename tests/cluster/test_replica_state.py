@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from kbroker.cluster.fetcher import truncation_offset
-from kbroker.cluster.replica_state import LeaderState
+from kbroker.cluster.replica_state import IsrChange, LeaderState, isr_summary
 
 LAG = 1000
 
@@ -145,3 +145,16 @@ def test_truncation_offset_follows_kafkas_rule() -> None:
     # no epoch from the leader: its end offset, never past the follower's own end
     assert truncation_offset(-1, 40, ends({0: 0}, 70), 70) == 40
     assert truncation_offset(-1, 90, ends({0: 0}, 70), 70) == 70
+
+
+def test_isr_summary_counts_and_names_a_few_partitions() -> None:
+    changes = [IsrChange(("t", p), "isr_shrunk", (1, 2, 3), (1, 2)) for p in range(7)]
+    changes.append(IsrChange(("u", 0), "isr_expanded", (1,), (1, 2)))
+    changes.append(IsrChange(("u", 1), "isr_update_failed", (1,), (1, 3), "StaleStateError"))
+    summary = isr_summary(changes)
+    assert (summary["changes"], summary["partitions"]) == (9, 9)
+    assert isr_summary(changes[:1] * 2)["partitions"] == 1  # one partition changed twice
+    assert (summary["isr_shrunk"], summary["isr_expanded"], summary["isr_update_failed"]) == (7, 1, 1)
+    assert summary["examples"] == [f"t-{p} [1, 2, 3]->[1, 2] isr_shrunk" for p in range(5)]
+    tail = isr_summary(changes[7:])["examples"]
+    assert tail == ["u-0 [1]->[1, 2] isr_expanded", "u-1 [1]->[1, 3] failed StaleStateError"]
