@@ -8,7 +8,10 @@ default, whose note is the reason given here. Rules are tried in order: an exact
 from __future__ import annotations
 
 KRAFT = "kbroker has no KRaft controller or metadata log (a cluster coordinates through ZooKeeper)"
-REPLICATION = "replication between brokers is not implemented yet"
+REPLICATION = (
+    "kbroker's replication does not use it: one fetcher task per source broker, no replication quotas or throttles"
+)
+BROKER_IDS = "broker ids are configured (node.id or broker.id), never generated"
 TIERED = "tiered storage (KIP-405) is not offered"
 THREADS = "kbroker runs one event loop (and one cleaner thread), so thread counts do not apply"
 PURGATORY = "kbroker keeps no request purgatories to purge: waiting requests are futures, dropped when answered"
@@ -73,8 +76,8 @@ _EXACT: dict[str, str] = {
     "eligible.leader.replicas.enable": KRAFT,
     "server.max.startup.time.ms": KRAFT,
     "node.id": KRAFT,
-    "reserved.broker.max.id": REPLICATION,
-    "broker.id.generation.enable": REPLICATION,
+    "reserved.broker.max.id": BROKER_IDS,
+    "broker.id.generation.enable": BROKER_IDS,
     "background.threads": THREADS,
     "queued.max.requests": REQUEST_QUEUE,
     "max.connection.creation.rate": CONNECTION_RATE,
