@@ -487,8 +487,11 @@ def test_configs_broker_loggers(tools: Tools) -> None:
     out = tools.both(CONFIG_COMMAND, *loggers, "--describe")
     lines = {b: _config_lines(text) for b, text in out.items()}
     assert lines["kbroker"]["root"] == lines["kafka"]["root"] == "root=ERROR sensitive=false synonyms={}"
-    # Loggers are named after each broker's own code: Kafka's classes, kbroker's modules.
-    assert "kbroker.handlers.fetch" in lines["kbroker"] and "kafka.server.KafkaApis" in lines["kafka"]
+    # Loggers are named after each broker's own code: Kafka's classes, kbroker's modules (those imported: a
+    # handler's module loads at its API's first request, as the --alter above was IncrementalAlterConfigs')
+    assert (
+        "kbroker.handlers.incremental_alter_configs" in lines["kbroker"] and "kafka.server.KafkaApis" in lines["kafka"]
+    )
     refused = tools.both(CONFIG_COMMAND, *loggers, "--alter", "--delete-config", "root", check=False)
     for text in refused.values():
         assert "Removing the log level of the root logger is not allowed" in text
