@@ -6,6 +6,7 @@ raw Metadata v12 for the leader epochs."""
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -73,8 +74,11 @@ class Cluster:
             return client.call(ApiKey.METADATA, 12, body)
 
     def stop_all(self) -> None:
+        """Stop every live broker, resuming first any a test left SIGSTOPped (it could not exit otherwise)."""
         for process in self.brokers.values():
             if process.alive():
+                assert process.proc is not None
+                process.proc.send_signal(signal.SIGCONT)
                 process.stop()
 
 

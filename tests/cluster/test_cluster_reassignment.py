@@ -42,9 +42,6 @@ def cluster(zookeeper: ZooKeeperServer, zk_chroot: str, tmp_path: Path) -> Itera
     try:
         yield cluster
     finally:
-        for process in cluster.brokers.values():
-            if process.proc is not None and process.alive():
-                process.proc.send_signal(signal.SIGCONT)
         cluster.stop_all()
 
 
