@@ -32,11 +32,12 @@ import asyncio
 import os
 import socket
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.log import FileRegion
+if TYPE_CHECKING:
+    from kbroker.log import FileRegion
 
 log = structlog.get_logger(__name__)
 

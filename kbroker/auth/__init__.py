@@ -1,6 +1,9 @@
 """Authorization: Kafka's ACL model (acl), its durable store (store) and the StandardAuthorizer rules
 (authorizer). Pure logic apart from the store's file; handlers reach it through RequestContext.authorize."""
 
+import importlib
+from typing import TYPE_CHECKING
+
 from kbroker.auth.acl import (
     CLUSTER_NAME,
     AclBinding,
@@ -10,8 +13,30 @@ from kbroker.auth.acl import (
     PatternType,
     ResourceType,
 )
-from kbroker.auth.authorizer import AUTHORIZER_CLASS_NAMES, Authorizer, parse_super_users
-from kbroker.auth.store import AclStore
+
+if TYPE_CHECKING:
+    from kbroker.auth.authorizer import AUTHORIZER_CLASS_NAMES, Authorizer, parse_super_users
+    from kbroker.auth.store import AclStore
+
+# The authorizer and its store load at their first use, when `authorizer.class.name` is set: the request
+# context needs only the ACL vocabulary (start-up time).
+_AUTHORIZER_NAMES = {
+    "AUTHORIZER_CLASS_NAMES": "kbroker.auth.authorizer",
+    "Authorizer": "kbroker.auth.authorizer",
+    "parse_super_users": "kbroker.auth.authorizer",
+    "AclStore": "kbroker.auth.store",
+}
+
+
+def __getattr__(name: str) -> object:
+    """An authorizer name, imported at its first use; then a plain attribute of the package."""
+    module = _AUTHORIZER_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AUTHORIZER_CLASS_NAMES",

@@ -74,6 +74,9 @@ protocol.errors.InvalidRecordError (-> CORRUPT_MESSAGE); validator.RecordValidat
 (INVALID_RECORD, INVALID_TIMESTAMP, UNKNOWN_SERVER_ERROR) and the per-record errors.
 """
 
+import importlib
+from typing import TYPE_CHECKING
+
 from kbroker.log.config import LogConfig, to_properties
 from kbroker.log.errors import (
     InvalidConfigError,
@@ -90,16 +93,44 @@ from kbroker.log.errors import (
 )
 from kbroker.log.manager import LogManager
 from kbroker.log.metadata import TopicMetadata
-from kbroker.log.partition_log import (
-    EARLIEST_TIMESTAMP,
-    LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-    AppendInfo,
-    FileRegion,
-    LogReadResult,
-    PartitionLog,
-)
-from kbroker.log.unified_log import AppendOrigin, ProducerStateConfig, UnifiedLog
+from kbroker.log.producer_state_config import ProducerStateConfig
+
+if TYPE_CHECKING:
+    from kbroker.log.partition_log import (
+        EARLIEST_TIMESTAMP,
+        LATEST_TIMESTAMP,
+        MAX_TIMESTAMP,
+        AppendInfo,
+        FileRegion,
+        LogReadResult,
+        PartitionLog,
+    )
+    from kbroker.log.unified_log import AppendOrigin, UnifiedLog
+
+# The partition classes load at the first use of one of these names (a partition loaded or created imports
+# them too), not with the package: a broker on an empty data directory starts without them (start-up time).
+_PARTITION_NAMES = {
+    "EARLIEST_TIMESTAMP": "kbroker.log.partition_log",
+    "LATEST_TIMESTAMP": "kbroker.log.partition_log",
+    "MAX_TIMESTAMP": "kbroker.log.partition_log",
+    "AppendInfo": "kbroker.log.partition_log",
+    "FileRegion": "kbroker.log.partition_log",
+    "LogReadResult": "kbroker.log.partition_log",
+    "PartitionLog": "kbroker.log.partition_log",
+    "AppendOrigin": "kbroker.log.unified_log",
+    "UnifiedLog": "kbroker.log.unified_log",
+}
+
+
+def __getattr__(name: str) -> object:
+    """A partition class, imported at its first use; then a plain attribute of the package."""
+    module = _PARTITION_NAMES.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "EARLIEST_TIMESTAMP",

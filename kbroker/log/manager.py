@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -51,9 +52,13 @@ from kbroker.log.metadata import (
     write_partition_metadata,
     write_topic,
 )
-from kbroker.log.partition_log import PartitionLog
-from kbroker.log.segment import now_ms
-from kbroker.log.unified_log import AppendListener, ProducerStateConfig, UnifiedLog
+from kbroker.log.producer_state_config import ProducerStateConfig
+
+# The partition classes (segments, indexes, producer state, validation, compression) load with the first
+# partition loaded or created, not with the manager: a broker on an empty data directory starts without them.
+if TYPE_CHECKING:
+    from kbroker.log.partition_log import PartitionLog
+    from kbroker.log.unified_log import AppendListener, UnifiedLog
 
 log = structlog.get_logger(__name__)
 
@@ -191,7 +196,28 @@ class LogManager:
     def _producer_state_batches_scanned(self) -> int:
         return sum(u.last_load.batches_scanned for u in self._logs.values() if u.last_load is not None)
 
-    def _unified(self, local: PartitionLog) -> UnifiedLog:
+    def _open_partition(
+        self,
+        directory: Path,
+        config: LogConfig,
+        *,
+        start: int = 0,
+        recovery_point: int = 0,
+        clean_shutdown: bool = False,
+    ) -> UnifiedLog:
+        """The partition in `directory`, loaded (recovered if need be) or created empty."""
+        from kbroker.log.partition_log import PartitionLog  # late: see the imports
+        from kbroker.log.unified_log import UnifiedLog
+
+        local = PartitionLog.open(
+            directory,
+            config,
+            log_start_offset=start,
+            recovery_point=recovery_point,
+            clean_shutdown=clean_shutdown,
+            executor=self.executor,
+            files=self.open_files,
+        )
         return UnifiedLog(local, self.producer_state_config, self.on_append)
 
     def _find_partition_dirs(self) -> dict[TopicPartition, Path]:
@@ -273,16 +299,9 @@ class LogManager:
             write_topic(self.data_dir, metadata)
         if not clean_shutdown and not partition_metadata_intact(directory, metadata.topic_id):
             write_partition_metadata(directory, metadata.topic_id)
-        local = PartitionLog.open(
-            directory,
-            self._configs[topic],
-            log_start_offset=start,
-            recovery_point=recovery_point,
-            clean_shutdown=clean_shutdown,
-            executor=self.executor,
-            files=self.open_files,
+        self._logs[tp] = self._open_partition(
+            directory, self._configs[topic], start=start, recovery_point=recovery_point, clean_shutdown=clean_shutdown
         )
-        self._logs[tp] = self._unified(local)
         self._placed[directory.parent] += 1
 
     async def shutdown(self) -> None:
@@ -347,9 +366,7 @@ class LogManager:
         directory = self._next_log_dir() / f"{metadata.name}-{partition}"
         directory.mkdir()
         write_partition_metadata(directory, metadata.topic_id)
-        unified = self._unified(
-            PartitionLog.open(directory, self._configs[metadata.name], executor=self.executor, files=self.open_files)
-        )
+        unified = self._open_partition(directory, self._configs[metadata.name])
         self._logs[(metadata.name, partition)] = unified
         self._placed[directory.parent] += 1
         return unified.local
@@ -406,7 +423,7 @@ class LogManager:
             # in its own data directory; long names cut, as Kafka does
             target = partition_log.directory.parent / (name[: MAX_FILE_NAME - len(suffix)] + suffix)
             partition_log.directory.rename(target)
-            self._retired.append((now_ms() + delay, partition_log, target))
+            self._retired.append((REAL_CLOCK.wall_ms() + delay, partition_log, target))
         self._fsync_log_dirs()
         topic_file(self.data_dir, name).unlink()
         fsync_directory(self.data_dir / TOPICS_DIR)
@@ -415,7 +432,7 @@ class LogManager:
         log.info("topic_deleted", topic=name, topic_id=str(metadata.topic_id))
 
     def _close_retired(self, force: bool = False, now: int | None = None) -> None:
-        now = now_ms() if now is None else now
+        now = REAL_CLOCK.wall_ms() if now is None else now
         keep = []
         for deadline, partition_log, moved_to in self._retired:
             if force or (deadline <= now and not partition_log.flush_in_flight):
@@ -480,7 +497,7 @@ class LogManager:
 
     async def flush_due(self, now: int | None = None) -> None:
         """flush.ms: flush the logs whose oldest unflushed data is that old."""
-        now = now_ms() if now is None else now
+        now = REAL_CLOCK.wall_ms() if now is None else now
         due = [
             partition_log.flush()
             for _, partition_log in self.logs()

@@ -27,13 +27,13 @@ forgotten every producer.id.expiration.check.interval.ms.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import structlog
 
 from kbroker.log.producer_entry import NO_OFFSET, NO_PRODUCER_EPOCH, ProducerStateEntry, in_sequence
+from kbroker.log.producer_state_config import DEFAULT_EXPIRATION_CHECK_INTERVAL_MS, DEFAULT_EXPIRATION_MS, wall_clock_ms
 from protocol.errors import ErrorCode, KafkaProtocolError
 from protocol.records import RecordBatch
 
@@ -41,13 +41,6 @@ log = structlog.get_logger(__name__)
 
 ABORT = 0  # ControlRecordType of transaction markers
 COMMIT = 1
-
-DEFAULT_EXPIRATION_MS = 86_400_000
-DEFAULT_EXPIRATION_CHECK_INTERVAL_MS = 600_000
-
-
-def wall_clock_ms() -> int:
-    return time.time_ns() // 1_000_000
 
 
 class ProducerStateError(KafkaProtocolError):

@@ -41,14 +41,8 @@ from kbroker.log.offset_files import list_offset_files
 from kbroker.log.partition_log import AppendInfo, LogReadResult, PartitionLog
 from kbroker.log.producer_scan import CONTROL_KEY_BYTES, NO_CONTROL_TYPE, control_record_type
 from kbroker.log.producer_snapshot import delete_snapshots, list_snapshots
-from kbroker.log.producer_state import (
-    DEFAULT_EXPIRATION_CHECK_INTERVAL_MS,
-    DEFAULT_EXPIRATION_MS,
-    CompletedTxn,
-    DuplicateBatch,
-    ProducerStateManager,
-    wall_clock_ms,
-)
+from kbroker.log.producer_state import CompletedTxn, DuplicateBatch, ProducerStateManager
+from kbroker.log.producer_state_config import ProducerStateConfig, wall_clock_ms
 from kbroker.log.producer_state_loader import LoadStats, rebuild_producer_state, take_snapshot, usable_snapshot
 from kbroker.log.segment import AppendedBatch
 from kbroker.log.txn_index import TransactionIndex
@@ -60,7 +54,6 @@ from protocol.records import CONTROL_BIT, HEADER, HEADER_SIZE, TRANSACTIONAL_BIT
 log = structlog.get_logger(__name__)
 
 SNAPSHOT_EVERY_APPENDS = 100_000
-SNAPSHOT_INTERVAL_MS = 60_000
 LEGACY_CHECKPOINT_SUFFIX = ".txncheckpoint"  # transaction checkpoints of older versions: the snapshot replaced them
 _PRODUCER_ID = struct.Struct(">q")
 PRODUCER_ID_AT = 43  # base offset 8, length 4, leader epoch 4, magic 1, crc 4, attributes 2, delta 4, timestamps 16
@@ -76,14 +69,6 @@ class AppendOrigin(enum.Enum):
     CLIENT = "client"
     COORDINATOR = "coordinator"
     MARKER = "marker"
-
-
-@dataclass(frozen=True, slots=True)
-class ProducerStateConfig:
-    expiration_ms: int = DEFAULT_EXPIRATION_MS  # producer.id.expiration.ms
-    expiration_check_interval_ms: int = DEFAULT_EXPIRATION_CHECK_INTERVAL_MS
-    snapshot_interval_ms: int = SNAPSHOT_INTERVAL_MS  # how often LogManager's duty calls tick()
-    clock: Callable[[], int] = wall_clock_ms
 
 
 @dataclass(slots=True)

@@ -26,6 +26,18 @@ NOT_AT_START_UP = (
     "kbroker.testing",
     "kbroker.sasl",
     "kbroker.cleaner.segments",
+    "kbroker.cleaner.log_cleaner",  # the cleaner itself: once the broker holds a partition
+    "kbroker.log.partition_log",  # the partition classes: at the first partition loaded or created
+    "kbroker.log.unified_log",
+    "kbroker.log.segment",
+    "kbroker.log.index",
+    "kbroker.log.producer_state",
+    "kbroker.log.validator",
+    "protocol.records",
+    "protocol.compression",
+    "cramjam",
+    "kbroker.auth.authorizer",  # the ACL authorizer and its store: when configured
+    "kbroker.auth.store",
     "crc32c",
     "importlib.metadata",
     "difflib",  # "did you mean" for a mistyped property
@@ -105,6 +117,19 @@ def test_a_coordinator_with_state_to_replay_starts_with_the_broker(tmp_path: Pat
     modules = imported_until_started(tmp_path)
     assert "kbroker.group.runtime" in modules and "kbroker.txn.runtime" in modules
     assert not loaded(modules, "kbroker.share")  # no share group yet
+
+
+def test_a_data_directory_with_a_partition_loads_the_log_and_the_cleaner_at_start(tmp_path: Path) -> None:
+    """The other side of the partition classes' and the cleaner's absence above: a partition on disk loads them
+    with the broker, before it answers (the cleaner reads its checkpoint at start, as before)."""
+    broker = BrokerProcess(tmp_path / "data").start()
+    try:
+        with RawClient(broker.bootstrap) as client:
+            create_topic(client, "t")
+    finally:
+        assert broker.stop() == 0
+    modules = imported_until_started(tmp_path)
+    assert {"kbroker.log.partition_log", "kbroker.log.unified_log", "kbroker.cleaner.log_cleaner"} <= modules
 
 
 def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
