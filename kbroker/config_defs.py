@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from enum import IntEnum
+from typing import NamedTuple
 
 INT_MAX = 2**31 - 1
 LONG_MAX = 2**63 - 1
@@ -42,8 +42,12 @@ class ConfigType(IntEnum):
         return self.name.lower()
 
 
-@dataclass(frozen=True, slots=True)
-class Range:
+# The table's records are NamedTuples, not dataclasses: every start builds the table, and a frozen
+# dataclass compiles its methods when its class is made (~0.5 ms each) and sets each field through
+# object.__setattr__ (start-up time).
+
+
+class Range(NamedTuple):
     """Numeric bounds, inclusive; `also` lists extra allowed values outside them (gzip's -1)."""
 
     low: float | None = None
@@ -64,8 +68,7 @@ class Range:
         return f"[{low},{high}]{extra}"
 
 
-@dataclass(frozen=True, slots=True)
-class OneOf:
+class OneOf(NamedTuple):
     """A string from a fixed set (exact case, as Kafka's ValidString)."""
 
     choices: tuple[str, ...]
@@ -80,9 +83,10 @@ class OneOf:
         return "[" + ", ".join(self.choices) + "]"
 
 
-@dataclass(frozen=True, slots=True)
 class ZooKeeperConnect:
     """HOST:PORT[,HOST:PORT...][/chroot], as ZooKeeper's connect strings are written."""
+
+    __slots__ = ()
 
     def check(self, name: str, value: Value) -> None:
         assert isinstance(value, str)
@@ -98,9 +102,10 @@ class ZooKeeperConnect:
         return "HOST:PORT[,HOST:PORT...][/chroot]"
 
 
-@dataclass(frozen=True, slots=True)
 class ReplicaList:
     """`*`, or PARTITION:BROKER pairs separated by commas (the throttled-replica topic configs)."""
+
+    __slots__ = ()
 
     def check(self, name: str, value: Value) -> None:
         items = value if isinstance(value, tuple) else (str(value),)
@@ -122,8 +127,7 @@ def _num(x: float) -> str:
     return str(int(x)) if float(x).is_integer() else str(x)
 
 
-@dataclass(frozen=True, slots=True)
-class BrokerProperty:
+class BrokerProperty(NamedTuple):
     """One broker property. `default` None means unset (a lower-precedence synonym then applies)."""
 
     name: str
@@ -151,16 +155,14 @@ class BrokerProperty:
         return value
 
 
-@dataclass(frozen=True, slots=True)
-class Synonym:
+class Synonym(NamedTuple):
     """A broker property supplying a topic config's default; `scale` converts its unit to the topic's."""
 
     name: str
     scale: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class TopicProperty:
+class TopicProperty(NamedTuple):
     """One topic-level config; its default comes from the first broker synonym that has a value."""
 
     name: str
@@ -863,8 +865,7 @@ assert DYNAMIC_BROKER_CONFIGS <= BROKER_PROPERTIES.keys()
 # --------------------------------------------------------------------------- the group table
 
 
-@dataclass(frozen=True, slots=True)
-class GroupProperty:
+class GroupProperty(NamedTuple):
     """One GROUP resource config (KIP-848's group configs): its broker default and the broker bounds."""
 
     name: str
