@@ -131,8 +131,9 @@ class LogManager:
             directory.mkdir(parents=True, exist_ok=True)
         clean = {d: (d / CLEAN_SHUTDOWN_FILE).exists() for d in self.log_dirs}
         self.had_clean_shutdown = all(clean.values())
-        # Every start writes the recovery-point checkpoints, so their absence means no broker ever ran here.
-        self.fresh_directory = not any(clean.values()) and not any(
+        # Every stop, and every start that loads something, writes the recovery-point checkpoints: with neither
+        # they nor anything to load (below), nothing was ever stored here.
+        never_checkpointed = not any(clean.values()) and not any(
             (d / RECOVERY_POINT_CHECKPOINT).exists() for d in self.log_dirs
         )
         # the high watermarks at the last checkpoint: where a replicated partition starts again
@@ -166,7 +167,11 @@ class LogManager:
             if was_clean:
                 (directory / CLEAN_SHUTDOWN_FILE).unlink()
                 fsync_directory(directory)
-        self.write_checkpoints()
+        self.fresh_directory = (
+            never_checkpointed and not self._topics and not self._logs and not self.offline_partitions
+        )
+        if not self.fresh_directory:  # a fresh directory's would be empty: no fsyncs for them (start-up time)
+            self.write_checkpoints()
         log.info(
             "log_manager_started",
             data_dir=str(self.data_dir),

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from kbroker.log.checkpoint import read_checkpoint
 from kbroker.log.config import LogConfig
 from kbroker.log.errors import (
     InvalidConfigError,
@@ -244,6 +245,30 @@ def test_start_up_log_tells_a_fresh_directory_from_a_clean_and_an_unclean_one(tm
     assert event["clean_shutdown"] is True and "fresh_directory" not in event
     manager, event = started_event()  # the previous run was not shut down: recovery
     assert event["clean_shutdown"] is False and "fresh_directory" not in event
+    stop(manager)
+
+
+def test_a_fresh_directory_starts_without_writing_empty_checkpoints(tmp_path):
+    """Nothing to checkpoint, no fsyncs at start (start-up time); a crash then leaves a directory still fresh,
+    unless a topic was created meanwhile: its partitions are recovered, and the start says so."""
+    from tests.logs import captured_logs
+
+    def started_event():
+        with captured_logs() as logs:
+            manager = started(tmp_path)
+        return manager, next(e for e in logs if e["event"] == "log_manager_started")
+
+    manager, event = started_event()
+    assert event.get("fresh_directory") is True
+    assert not (tmp_path / RECOVERY_POINT_CHECKPOINT).exists()
+    manager.abort()  # a crash
+    manager, event = started_event()
+    assert event.get("fresh_directory") is True
+    manager.create_topic("t", 1)
+    manager.abort()  # a crash before the first periodic checkpoint
+    manager, event = started_event()
+    assert event["clean_shutdown"] is False and "fresh_directory" not in event
+    assert read_checkpoint(tmp_path / RECOVERY_POINT_CHECKPOINT) == {("t", 0): 0}  # written at this start
     stop(manager)
 
 
