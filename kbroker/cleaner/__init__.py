@@ -12,9 +12,8 @@ Layers, from the bottom:
   one `.cleaned` file (kbroker/log/swap.py swaps it in).
 - `throttle.py`: the I/O rate limit.
 - `log_cleaner.py`: choosing the dirtiest log, the worker thread, swap-in, the cleaner checkpoint.
-- `config.py`: the `log.cleaner.*` settings it acts on.
-- `runtime.py`: the broker's cleaner from those settings, its LogCleaner built once the broker holds a
-  partition (start-up time).
+- `runtime.py`: the broker's cleaner from its `log.cleaner.*` settings, its LogCleaner built once the
+  broker holds a partition (start-up time).
 
 Records are decoded here only; the produce and fetch paths never decode them.
 """

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.cleaner.config import CleanerConfig
+from kbroker.cleaner.runtime import cleaner_enabled
 from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.manager import LogManager, TopicPartition
@@ -44,6 +44,27 @@ log = structlog.get_logger(__name__)
 
 CHECKPOINT_FILE = "cleaner-offset-checkpoint"
 LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class CleanerConfig:
+    """The `log.cleaner.*` broker settings the cleaner acts on (Kafka's names and defaults)."""
+
+    enable: bool = True
+    io_max_bytes_per_second: float = 1.7976931348623157e308
+    dedupe_buffer_size: int = 134217728
+    io_buffer_load_factor: float = 0.9
+    backoff_ms: int = 15000
+
+    @classmethod
+    def from_broker(cls, config: Any) -> CleanerConfig:
+        return cls(
+            enable=cleaner_enabled(config),
+            io_max_bytes_per_second=config.get_float("log.cleaner.io.max.bytes.per.second"),
+            dedupe_buffer_size=config.get_int("log.cleaner.dedupe.buffer.size"),
+            io_buffer_load_factor=config.get_float("log.cleaner.io.buffer.load.factor"),
+            backoff_ms=config.get_int("log.cleaner.backoff.ms"),
+        )
 
 
 @dataclass(frozen=True, slots=True)

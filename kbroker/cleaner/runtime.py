@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.cleaner.config import CleanerConfig
 from kbroker.config import BrokerConfig
 from kbroker.log.manager import LogManager
 
@@ -27,27 +26,29 @@ log = structlog.get_logger(__name__)
 class LogCleanerRuntime:
     """Runs the LogCleaner, built once there is a partition to clean."""
 
-    def __init__(
-        self, logs: LogManager, config: CleanerConfig, topic_config: Callable[[str], Mapping[str, Any]]
-    ) -> None:
+    def __init__(self, logs: LogManager, config: Callable[[], BrokerConfig]) -> None:
         self.logs = logs
         self.config = config
-        self.topic_config = topic_config
+        self.backoff_ms = config().get_int("log.cleaner.backoff.ms")
         self.cleaner = self._new_cleaner() if self._has_partitions() else None
 
     def _has_partitions(self) -> bool:
         return next(self.logs.partitions(), None) is not None
 
     def _new_cleaner(self) -> LogCleaner:
-        from kbroker.cleaner.log_cleaner import LogCleaner  # late: see the module's docstring
+        from kbroker.cleaner.log_cleaner import CleanerConfig, LogCleaner  # late: see the module's docstring
 
-        return LogCleaner(self.logs, self.config, topic_config=self.topic_config)
+        return LogCleaner(self.logs, CleanerConfig.from_broker(self.config()), topic_config=self._topic_config)
+
+    def _topic_config(self, name: str) -> Mapping[str, Any]:
+        metadata = self.logs.topic(name)
+        return self.config().topic_config(metadata.configs if metadata is not None else {})
 
     async def run(self) -> None:
         """Until cancelled: wait for a first partition (checking every backoff), then clean due logs."""
-        log.info("log_cleaner_started", backoff_ms=self.config.backoff_ms)
+        log.info("log_cleaner_started", backoff_ms=self.backoff_ms)
         while self.cleaner is None:
-            await asyncio.sleep(self.config.backoff_ms / 1000)
+            await asyncio.sleep(self.backoff_ms / 1000)
             if self._has_partitions():
                 self.cleaner = self._new_cleaner()
         await self.cleaner.run()
@@ -58,14 +59,10 @@ class LogCleanerRuntime:
             await self.cleaner.shutdown()
 
 
+def cleaner_enabled(config: BrokerConfig) -> bool:
+    return config.get_bool("log.cleaner.enable") and config.get_int("log.cleaner.threads") > 0
+
+
 def new_log_cleaner(config: Callable[[], BrokerConfig], logs: LogManager) -> LogCleanerRuntime | None:
     """`config` gives the broker's configuration as it is now (dynamic broker configs replace it)."""
-    cleaner_config = CleanerConfig.from_broker(config())
-    if not cleaner_config.enable:
-        return None
-
-    def topic_config(name: str) -> Mapping[str, Any]:
-        metadata = logs.topic(name)
-        return config().topic_config(metadata.configs if metadata is not None else {})
-
-    return LogCleanerRuntime(logs, cleaner_config, topic_config)
+    return LogCleanerRuntime(logs, config) if cleaner_enabled(config()) else None
