@@ -61,7 +61,7 @@ class Broker:
     transactions: TxnRuntime | None = None  # set once the transaction coordinator has loaded
     scram: ScramStore | None = None  # SCRAM credentials (AlterUserScramCredentials), loaded at start
     authorizer: Authorizer | None = None  # ACL enforcement (authorizer.class.name), None: everything allowed
-    quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json, loaded at start
+    quotas: Quotas | None = None  # client quotas (AlterClientQuotas), <data-dir>/client-quotas.json (client_quotas())
     cluster: ClusterRuntime | None = None  # cluster mode (zookeeper.connect): membership, controller, metadata
     placement: CoordinatorPlacement | None = None  # cluster mode: coordinators on their internal partitions' leaders
     replicas: ReplicaManager | None = None  # cluster mode: followers fetch, leaders track them (high watermark, ISR)
@@ -76,6 +76,16 @@ class Broker:
         self.fetch_waiters = FetchWaiters()
         self.logs.on_append.append(self.fetch_waiters.on_append)
         self.producer_ids = ProducerIdManager(self.config.data_dir)
+
+    def client_quotas(self) -> Quotas:
+        """The client quotas, loaded at their first use: with the broker when the data directory holds some,
+        else at the first DescribeClientQuotas or AlterClientQuotas (start-up time). Until then, None in
+        `quotas` means nothing is metered, as an empty store."""
+        if self.quotas is None:
+            from kbroker.quota.manager import new_quotas
+
+            self.quotas = new_quotas(self.config, lambda: self.clock.monotonic() * 1000)  # a virtual clock in tests
+        return self.quotas
 
     @property
     def node_id(self) -> int:

@@ -39,7 +39,7 @@ from kbroker.limits import ConnectionLimits
 from kbroker.listeners import Listeners
 from kbroker.log.manager import DuplicateLogDirectoryError
 from kbroker.logging_setup import effective_level
-from kbroker.quota.manager import new_quotas
+from kbroker.quota import FILE_NAME as QUOTAS_FILE
 from kbroker.scram import ScramStore
 
 if TYPE_CHECKING:
@@ -131,7 +131,8 @@ async def serve(
         from kbroker.auth.authorizer import new_authorizer
 
         broker.authorizer = new_authorizer(config)
-    broker.quotas = new_quotas(config, lambda: broker.clock.monotonic() * 1000)  # a virtual clock when testing
+    if (config.data_dir / QUOTAS_FILE).exists():  # else loaded at first use (Broker.client_quotas)
+        broker.client_quotas()
     if config.zookeeper_connect is not None:  # cluster mode: kazoo is imported only here
         from kbroker.cluster.channel_security import ChannelSecurity
 

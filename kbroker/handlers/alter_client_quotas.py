@@ -18,8 +18,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.ALTER_CLIENT_QUOTAS, "0-1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    quotas = ctx.broker.quotas
-    assert quotas is not None, "the server loads the client quotas before serving"
+    quotas = ctx.broker.client_quotas()
     if not ctx.authorize(AclOperation.ALTER_CONFIGS, ResourceType.CLUSTER):
         code = int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)
         denied = [{"error_code": code, "error_message": None, "entity": e["entity"]} for e in request["entries"]]

@@ -18,8 +18,7 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.DESCRIBE_CLIENT_QUOTAS, "0-1")
 def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
-    quotas = ctx.broker.quotas
-    assert quotas is not None, "the server loads the client quotas before serving"
+    quotas = ctx.broker.client_quotas()
     if not ctx.authorize(AclOperation.DESCRIBE_CONFIGS, ResourceType.CLUSTER):
         code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
         return {"throttle_time_ms": 0, "error_code": int(code), "error_message": code.message, "entries": None}

@@ -27,11 +27,11 @@ import structlog
 
 from kbroker.config_defs import ConfigError
 from kbroker.log.checkpoint import write_atomically
+from kbroker.quota import FILE_NAME
 from protocol.errors import ErrorCode
 
 log = structlog.get_logger(__name__)
 
-FILE_NAME = "client-quotas.json"
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
 PRODUCER_BYTE_RATE = "producer_byte_rate"
 CONSUMER_BYTE_RATE = "consumer_byte_rate"

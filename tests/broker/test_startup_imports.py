@@ -38,6 +38,8 @@ NOT_AT_START_UP = (
     "cramjam",
     "kbroker.auth.authorizer",  # the ACL authorizer and its store: when configured
     "kbroker.auth.store",
+    "kbroker.quota.manager",  # client quotas: with none stored, at the first Describe/AlterClientQuotas
+    "kbroker.quota.store",
     "crc32c",
     "importlib.metadata",
     "difflib",  # "did you mean" for a mistyped property
@@ -130,6 +132,25 @@ def test_a_data_directory_with_a_partition_loads_the_log_and_the_cleaner_at_star
         assert broker.stop() == 0
     modules = imported_until_started(tmp_path)
     assert {"kbroker.log.partition_log", "kbroker.log.unified_log", "kbroker.cleaner.log_cleaner"} <= modules
+
+
+def test_stored_client_quotas_load_with_the_broker(tmp_path: Path) -> None:
+    """With quotas in the data directory they are enforced from the first request: loaded before the broker
+    answers. Without, the first DescribeClientQuotas loads an empty store (and answers as before)."""
+    broker = BrokerProcess(tmp_path / "data").start()
+    entry = {
+        "entity": [{"entity_type": "client-id", "entity_name": "slow"}],
+        "ops": [{"key": "producer_byte_rate", "value": 1024.0, "remove": False}],
+    }
+    describe = {"components": [{"entity_type": "client-id", "match_type": 0, "match": "slow"}], "strict": True}
+    try:
+        with RawClient(broker.bootstrap) as client:
+            assert client.call(ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, describe)["entries"] == []
+            answer = client.call(ApiKey.ALTER_CLIENT_QUOTAS, 1, {"entries": [entry], "validate_only": False})
+            assert answer["entries"][0]["error_code"] == 0
+    finally:
+        assert broker.stop() == 0
+    assert {"kbroker.quota.manager", "kbroker.quota.store"} <= imported_until_started(tmp_path)
 
 
 def test_an_http_listener_loads_aiohttp(tmp_path: Path) -> None:
