@@ -143,6 +143,36 @@ def test_serve_passes_the_built_config_to_server_run(tmp_path: Path) -> None:
     assert '"event": "config_ignored"' in result.stderr and '"name": "num.io.threads"' in result.stderr
 
 
+def test_serve_loads_with_the_collector_off_and_runs_the_broker_with_it_on(tmp_path: Path) -> None:
+    """The objects loaded before the broker starts are frozen out of the collector's reach (start-up time);
+    the broker itself runs with the collector on, and a failed start leaves it on too."""
+    probe = textwrap.dedent(
+        """
+        import gc, sys, types
+        module = types.ModuleType("kbroker.server")
+        def run(config):
+            print(gc.isenabled(), gc.get_freeze_count() > 10000)
+            return 0
+        module.run = run
+        sys.modules["kbroker.server"] = module
+        from kbroker.cli import main
+        status = main(sys.argv[1:])
+        print(gc.isenabled())
+        sys.exit(status)
+        """
+    )
+    for args, expected in ((["--listen", "127.0.0.1:0"], "True True\nTrue"), (["--listen", "nowhere"], "True")):
+        result = subprocess.run(
+            [sys.executable, "-c", probe, "serve", "--data-dir", "d", *args],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            cwd=tmp_path,
+        )
+        assert result.stdout.strip() == expected, result.stderr
+
+
 # --------------------------------------------------------------------------- precedence, in-process
 
 

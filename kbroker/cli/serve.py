@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -172,6 +173,18 @@ def load_config(
 
 
 def serve_command(args: argparse.Namespace) -> int:
+    # Loading the configuration, logging and the broker's modules allocates tens of thousands of objects that
+    # live as long as the process and frees next to nothing: no cyclic-collector passes over them meanwhile
+    # (~35 passes, 3-6 ms of a start), and once loaded they leave its reach (gc.freeze, as the server does
+    # with what the start built once it serves), so that turning it on again does not scan them all at once.
+    gc.disable()
+    try:
+        return _serve(args)
+    finally:
+        gc.enable()
+
+
+def _serve(args: argparse.Namespace) -> int:
     from kbroker.config import ConfigError
     from kbroker.config_defs import BROKER_PROPERTIES
 
@@ -209,6 +222,8 @@ def serve_command(args: argparse.Namespace) -> int:
             raise
         print("kbroker: error: this build has no kbroker.server module", file=sys.stderr)
         return 1
+    gc.freeze()
+    gc.enable()
     return int(server.run(config))
 
 
