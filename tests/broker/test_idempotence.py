@@ -203,6 +203,13 @@ def test_kill_9_with_five_in_flight_then_resend_what_was_not_acknowledged(tmp_pa
                 acked += 1
                 client.send(produce_request(client, name, batches[sent]))
                 sent += 1
+            # five batches in flight, unacknowledged: kill once the broker has written some of them (on a busy
+            # machine it may not have read them yet when the last acknowledgement arrives)
+            with RawClient(broker.bootstrap) as observer:
+                deadline = time.monotonic() + 30
+                while list_offset(observer, name, -1)["offset"] <= acked * size:
+                    assert time.monotonic() < deadline, "the in-flight batches were never written"
+                    time.sleep(0.001)
             broker.kill()
         broker.start()
         with RawClient(broker.bootstrap) as client:
