@@ -20,8 +20,7 @@ from tests.compat.spark_support import kafka_stream, parquet_rows, run_available
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-# one Spark at a time (tests/conftest.py): Spark resolves its Kafka connector into one Ivy cache in $HOME
-pytestmark = [pytest.mark.timeout(420), pytest.mark.xdist_group("spark")]
+pytestmark = pytest.mark.timeout(420)
 
 TOPIC, PARTITIONS = "events", 3
 

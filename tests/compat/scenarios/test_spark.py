@@ -54,8 +54,7 @@ KAFKA_COLUMNS = (
 BASE_TS = 1_700_000_000_000
 
 # A scenario takes seconds; a connector stuck on a broker answer should not hold the suite for the default 300 s.
-# one Spark at a time (tests/conftest.py): Spark resolves its Kafka connector into one Ivy cache in $HOME
-pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("spark")]
+pytestmark = pytest.mark.timeout(180)
 
 
 @pytest.fixture(scope="module")

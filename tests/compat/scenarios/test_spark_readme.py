@@ -21,8 +21,7 @@ import pytest
 from tests.process import REPO, free_port
 
 README_ADDRESS = "127.0.0.1:9092"
-# one Spark at a time (tests/conftest.py): Spark resolves its Kafka connector into one Ivy cache in $HOME
-pytestmark = [pytest.mark.timeout(1500), pytest.mark.xdist_group("spark")]
+pytestmark = pytest.mark.timeout(1500)
 
 
 def spark_section_blocks() -> list[tuple[str, str]]:
