@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -86,14 +87,18 @@ def ensure_jars(version: str = ZOOKEEPER_VERSION) -> Path:
     libs = home / "libs"
     marker = home / ".complete"
     pom = POM_TEMPLATE.format(version=version)
-    if marker.exists() and marker.read_text() == pom:
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(pom)
-    shutil.rmtree(libs, ignore_errors=True)
-    command = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
-    subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
-    marker.write_text(pom)
+    home.parent.mkdir(parents=True, exist_ok=True)
+    # one resolver at a time (parallel test workers each start a ZooKeeper); the others find it done
+    with open(home.parent / f"{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.exists() and marker.read_text() == pom:
+            return libs
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "pom.xml").write_text(pom)
+        shutil.rmtree(libs, ignore_errors=True)
+        command = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
+        subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
+        marker.write_text(pom)
     return libs
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -83,28 +84,39 @@ def kafka_home(version: str = KAFKA_VERSION) -> Path:
     return CACHE_ROOT / f"apache-kafka-{version}"
 
 
+@contextlib.contextmanager
+def resolving(home: Path) -> Iterator[None]:
+    """Hold the cache directory `home` alone while its jars are resolved: parallel test workers (or two
+    checkouts) that need them at once resolve them once, the others wait and find them complete."""
+    home.parent.mkdir(parents=True, exist_ok=True)
+    with open(home.parent / f"{home.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
 def ensure_jars(version: str = KAFKA_VERSION) -> Path:
     """Resolve Kafka's server jars with Maven into the cache, once; return the libs directory."""
     home = kafka_home(version)
     libs = home / "libs"
     marker = home / ".complete"
-    if marker.exists():
-        return libs
-    home.mkdir(parents=True, exist_ok=True)
-    (home / "pom.xml").write_text(POM_TEMPLATE.format(scala=SCALA_VERSION, version=version))
-    command = [
-        "mvn",
-        "-q",
-        "-B",
-        "-f",
-        str(home / "pom.xml"),
-        "dependency:copy-dependencies",
-        f"-DoutputDirectory={libs}",
-        "-DincludeScope=runtime",
-    ]
-    subprocess.run(command, check=True)
-    (home / "log4j2.xml").write_text(LOG4J2_CONFIG)
-    marker.write_text(version + "\n")
+    with resolving(home):
+        if marker.exists():
+            return libs
+        home.mkdir(parents=True, exist_ok=True)
+        (home / "pom.xml").write_text(POM_TEMPLATE.format(scala=SCALA_VERSION, version=version))
+        command = [
+            "mvn",
+            "-q",
+            "-B",
+            "-f",
+            str(home / "pom.xml"),
+            "dependency:copy-dependencies",
+            f"-DoutputDirectory={libs}",
+            "-DincludeScope=runtime",
+        ]
+        subprocess.run(command, check=True)
+        (home / "log4j2.xml").write_text(LOG4J2_CONFIG)
+        marker.write_text(version + "\n")
     return libs
 
 
@@ -134,12 +146,13 @@ def ensure_tools(version: str = KAFKA_VERSION) -> tuple[Path, Path]:
     home = CACHE_ROOT / f"kafka-tools-{version}"
     libs = home / "libs"
     marker = home / ".complete"
-    if not marker.exists():
-        home.mkdir(parents=True, exist_ok=True)
-        (home / "pom.xml").write_text(TOOLS_POM_TEMPLATE.format(version=version))
-        command = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
-        subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
-        marker.touch()
+    with resolving(home):
+        if not marker.exists():
+            home.mkdir(parents=True, exist_ok=True)
+            (home / "pom.xml").write_text(TOOLS_POM_TEMPLATE.format(version=version))
+            command = ["mvn", "-q", "-B", "-f", str(home / "pom.xml"), "dependency:copy-dependencies"]
+            subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
+            marker.touch()
     return libs, server_libs
 
 
