@@ -1,7 +1,6 @@
 """Authorization: Kafka's ACL model (acl), its durable store (store) and the StandardAuthorizer rules
 (authorizer). Pure logic apart from the store's file; handlers reach it through RequestContext.authorize."""
 
-import importlib
 from typing import TYPE_CHECKING
 
 from kbroker.auth.acl import (
@@ -13,6 +12,7 @@ from kbroker.auth.acl import (
     PatternType,
     ResourceType,
 )
+from kbroker.lazy_names import lazy_names
 
 if TYPE_CHECKING:
     from kbroker.auth.authorizer import AUTHORIZER_CLASS_NAMES, Authorizer, parse_super_users
@@ -28,14 +28,7 @@ _AUTHORIZER_NAMES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """An authorizer name, imported at its first use; then a plain attribute of the package."""
-    module = _AUTHORIZER_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _AUTHORIZER_NAMES)
 
 
 __all__ = [

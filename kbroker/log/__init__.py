@@ -74,9 +74,9 @@ protocol.errors.InvalidRecordError (-> CORRUPT_MESSAGE); validator.RecordValidat
 (INVALID_RECORD, INVALID_TIMESTAMP, UNKNOWN_SERVER_ERROR) and the per-record errors.
 """
 
-import importlib
 from typing import TYPE_CHECKING
 
+from kbroker.lazy_names import lazy_names
 from kbroker.log.config import LogConfig, to_properties
 from kbroker.log.errors import (
     InvalidConfigError,
@@ -122,14 +122,7 @@ _PARTITION_NAMES = {
 }
 
 
-def __getattr__(name: str) -> object:
-    """A partition class, imported at its first use; then a plain attribute of the package."""
-    module = _PARTITION_NAMES.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_names(globals(), _PARTITION_NAMES)
 
 
 __all__ = [
