@@ -17,3 +17,11 @@ Layers, from the bottom:
 
 Records are decoded here only; the produce and fetch paths never decode them.
 """
+
+from typing import Any
+
+
+def cleaner_enabled(config: Any) -> bool:
+    """`log.cleaner.enable` with at least one `log.cleaner.threads`: read by the runtime before the cleaner
+    loads, and by CleanerConfig (here, below both, so that neither imports the other)."""
+    return bool(config.get_bool("log.cleaner.enable") and config.get_int("log.cleaner.threads") > 0)

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from kbroker.cleaner.runtime import cleaner_enabled
+from kbroker.cleaner import cleaner_enabled
 from kbroker.log.checkpoint import read_checkpoint, write_checkpoint
 from kbroker.log.errors import KafkaStorageError
 from kbroker.log.manager import LogManager, TopicPartition

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from kbroker.cleaner import cleaner_enabled
 from kbroker.config import BrokerConfig
 from kbroker.log.manager import LogManager
 
@@ -57,10 +58,6 @@ class LogCleanerRuntime:
         """Stop a round in progress and the cleaner's thread, if it ever started."""
         if self.cleaner is not None:
             await self.cleaner.shutdown()
-
-
-def cleaner_enabled(config: BrokerConfig) -> bool:
-    return config.get_bool("log.cleaner.enable") and config.get_int("log.cleaner.threads") > 0
 
 
 def new_log_cleaner(config: Callable[[], BrokerConfig], logs: LogManager) -> LogCleanerRuntime | None:
