@@ -32,6 +32,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
 
+if not __package__:  # run as a script: tests/ is on sys.path, the repository root is not
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.ports import free_port  # noqa: E402
+
 KAFKA_VERSION = os.environ.get("KAFKA_REF_VERSION", "4.3.1")
 SCALA_VERSION = "2.13"
 CACHE_ROOT = Path(os.environ.get("KBROKER_CACHE", Path.home() / ".cache" / "kbroker"))
@@ -154,13 +158,6 @@ def ensure_tools(version: str = KAFKA_VERSION) -> tuple[Path, Path]:
             subprocess.run([*command, f"-DoutputDirectory={libs}", "-DincludeScope=runtime"], check=True)
             marker.touch()
     return libs, server_libs
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def wait_for_port(host: str, port: int, timeout: float, process: subprocess.Popen[bytes] | None = None) -> None:

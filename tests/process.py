@@ -16,14 +16,9 @@ from protocol.codec import decode, encode
 from protocol.framing import frame_prefix
 from protocol.headers import RequestHeader, encode_request_header, read_response_header, response_header_is_flexible
 from protocol.schema import REQUESTS, RESPONSES
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parent.parent
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class BrokerProcess:

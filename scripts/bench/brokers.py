@@ -26,7 +26,8 @@ SCRIPTS = Path(__file__).resolve().parent.parent
 REPO = SCRIPTS.parent
 sys.path.insert(0, str(REPO))
 
-from tests.kafka_ref import KAFKA_VERSION, ensure_jars, free_port, kafka_home  # noqa: E402
+from tests.kafka_ref import KAFKA_VERSION, ensure_jars, kafka_home  # noqa: E402
+from tests.ports import free_port  # noqa: E402
 
 # kafka-server-start.sh's KAFKA_HEAP_OPTS and kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS.
 KAFKA_JVM_OPTS = [

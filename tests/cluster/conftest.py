@@ -15,11 +15,12 @@ from typing import Any
 import pytest
 
 from scripts.zookeeper import ZooKeeperServer
+from tests.ports import free_port
 
 
 @pytest.fixture(scope="session")
 def zookeeper() -> Iterator[ZooKeeperServer]:
-    with ZooKeeperServer() as server:
+    with ZooKeeperServer(free_port()) as server:
         yield server
 
 

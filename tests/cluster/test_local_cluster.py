@@ -4,32 +4,14 @@ controller, down stops everything; a stock client sees the cluster in between.""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 from confluent_kafka.admin import AdminClient
 
-from tests.process import REPO, free_port
-
-
-def _free_run(count: int) -> int:
-    """A port p with p .. p+count-1 all free now."""
-    while True:
-        base = free_port()
-        if base + count > 65535:
-            continue
-        ok = True
-        for port in range(base, base + count):
-            with socket.socket() as sock:
-                try:
-                    sock.bind(("127.0.0.1", port))
-                except OSError:
-                    ok = False
-                    break
-        if ok:
-            return base
+from tests.ports import free_port, free_ports
+from tests.process import REPO
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -45,7 +27,7 @@ def _run(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_up_status_down(tmp_path: Path) -> None:
     directory = tmp_path / "cluster"
-    base, zk_port = _free_run(2), free_port()
+    base, zk_port = free_ports(2), free_port()
     place = ["--dir", str(directory)]
     up = _run("up", "--brokers", "2", "--base-port", str(base), "--zookeeper-port", str(zk_port), *place)
     try:

@@ -20,6 +20,7 @@ from kbroker.cluster.zk import (
 )
 from scripts.zookeeper import ZooKeeperServer
 from tests.cluster.conftest import async_test
+from tests.ports import free_port
 
 
 def test_split_connect() -> None:
@@ -118,7 +119,7 @@ async def test_session_expiry_is_reported_as_lost(zookeeper: ZooKeeperServer, zk
 
 @async_test
 async def test_server_down_suspends_and_restart_resumes_the_session(zk_chroot: str) -> None:
-    with ZooKeeperServer() as server:
+    with ZooKeeperServer(free_port()) as server:
         client = await _client(server, zk_chroot)
         states: asyncio.Queue[SessionState] = asyncio.Queue()
         client.on_state(states.put_nowait)

@@ -7,6 +7,7 @@ import socket
 import pytest
 
 from scripts.zookeeper import ZooKeeperServer, four_letter_word
+from tests.ports import free_port
 
 
 def test_serves_standalone_and_stops(zookeeper: ZooKeeperServer) -> None:
@@ -17,7 +18,7 @@ def test_serves_standalone_and_stops(zookeeper: ZooKeeperServer) -> None:
 
 
 def test_restart_keeps_port_and_stop_closes_it() -> None:
-    with ZooKeeperServer() as server:
+    with ZooKeeperServer(free_port()) as server:
         port = server.port
         server.stop()
         assert not server.running

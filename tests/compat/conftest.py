@@ -19,6 +19,7 @@ from tests.compat.clients.adapter import Client
 from tests.compat.clients.apiversions import advertised_apis
 from tests.compat.clients.registry import FACTORIES
 from tests.compat.support import Compat, wait_for_port
+from tests.ports import free_port
 
 # The suite's own kbroker: sessions as short as 1 s and a quick timed-out-transaction check keep the group and
 # transaction scenarios fast (Apache Kafka keeps its defaults: 6 s minimum session, a 10 s check).
@@ -49,14 +50,6 @@ KBROKER_ARGS = [
 CLIENT_NAMES = [n for n in os.environ.get("KBROKER_COMPAT_CLIENTS", ",".join(FACTORIES)).split(",") if n]
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The broker under test: KBROKER_BOOTSTRAP, or a kbroker subprocess started for this session."""
@@ -64,7 +57,7 @@ def bootstrap(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if given:
         yield given
         return
-    port = _free_port()
+    port = free_port()
     data_dir = tmp_path_factory.mktemp("kbroker-data")
     log_path = Path(data_dir).parent / "kbroker.log"
     command = [sys.executable, "-m", "kbroker", "serve", "--listen", f"127.0.0.1:{port}", "--data-dir", str(data_dir)]

@@ -15,7 +15,7 @@ from typing import Protocol
 import pytest
 
 from tests.compat.clients.members import MemberConfig
-from tests.compat.conftest import KBROKER_ARGS, _free_port
+from tests.compat.conftest import KBROKER_ARGS
 from tests.compat.group_support import (
     assert_exactly_once,
     close_all,
@@ -28,6 +28,7 @@ from tests.compat.group_support import (
 )
 from tests.compat.own_broker import OwnBroker
 from tests.compat.support import Compat
+from tests.ports import free_port
 
 AGAINST_KAFKA = bool(os.environ.get("KBROKER_BOOTSTRAP"))
 
@@ -51,7 +52,7 @@ def crash_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Restartab
             kafka.stop()
         return
     data = tmp_path_factory.mktemp("kbroker-crash") / "data"
-    broker = OwnBroker(data, _free_port(), list(KBROKER_ARGS)).start()
+    broker = OwnBroker(data, free_port(), list(KBROKER_ARGS)).start()
     try:
         yield broker
     finally:

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 import pytest
 
 from tests.compat.clients.adapter import Record
-from tests.compat.conftest import KBROKER_ARGS, _free_port
+from tests.compat.conftest import KBROKER_ARGS
 from tests.compat.group_support import keyed, unique
 from tests.compat.own_broker import OwnBroker
 from tests.compat.scenarios.test_group_offsets import consume_commit_restart
 from tests.compat.support import Compat, assert_dense, by_partition
+from tests.ports import free_port
 
 pytestmark = pytest.mark.skipif(
     bool(os.environ.get("KBROKER_BOOTSTRAP")), reason="kbroker only: needs a broker the suite can kill -9 and restart"
@@ -29,7 +30,7 @@ RUN = 1000
 @pytest.fixture(scope="module")
 def crash_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnBroker]:
     data = tmp_path_factory.mktemp("kbroker-crash") / "data"
-    broker = OwnBroker(data, _free_port(), [*KBROKER_ARGS, "--config", "kbroker.fsync.before.ack=true"]).start()
+    broker = OwnBroker(data, free_port(), [*KBROKER_ARGS, "--config", "kbroker.fsync.before.ack=true"]).start()
     try:
         yield broker
     finally:
