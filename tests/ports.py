@@ -2,21 +2,26 @@
 
 A port is picked, probed and released before the server binds it. Picked by the kernel (`bind(("", 0))`),
 it would come from the ephemeral range, where every outgoing connection of every process also takes its
-local port: another test's client could take it in between. So the ports come from below that range, and
-each pytest-xdist worker walks its own block of them: the two workers never pick the same port, and one
-worker reuses a port only after it has walked its whole block.
+local port: another test's client could take it in between. So the ports come from below that range, in
+chunks: each process that needs ports (a pytest-xdist worker, a pytest run beside it, a script) takes a
+chunk of its own, held by an exclusive lock on a file until the process exits, and walks it. Two
+processes never hand out the same port, and one process reuses a port only after walking its chunk.
 """
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import os
 import socket
+import tempfile
 from pathlib import Path
+from typing import IO
 
 HOST = "127.0.0.1"
 FIRST = 20000  # the lowest port handed out, well below Linux's ephemeral range (32768 up)
-BLOCK = 2000  # ports per worker
+CHUNK = 200  # ports per process
+LOCKS = Path(tempfile.gettempdir()) / "kbroker-test-ports"
 
 
 def ephemeral_range() -> tuple[int, int]:
@@ -28,20 +33,41 @@ def ephemeral_range() -> tuple[int, int]:
         return 32768, 60999  # Linux's default
 
 
-def worker_index(name: str | None = None) -> int:
-    """0 for the main process and `gw0`, 1 for `gw1`, ...: pytest-xdist names its workers so."""
-    name = os.environ.get("PYTEST_XDIST_WORKER", "") if name is None else name
-    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else 0
+def chunks(ephemeral_low: int) -> list[range]:
+    """The chunks between FIRST and the ephemeral range."""
+    return [range(start, start + CHUNK) for start in range(FIRST, ephemeral_low - CHUNK + 1, CHUNK)]
 
 
-def block(index: int, ephemeral_low: int) -> range | None:
-    """The worker's block, or None when it would reach into the ephemeral range."""
-    start = FIRST + index * BLOCK
-    return range(start, start + BLOCK) if start + BLOCK <= ephemeral_low else None
+def claim(candidates: list[range], locks: Path = LOCKS) -> tuple[range, IO[bytes]] | None:
+    """The first chunk no other process holds, with the open lock file that holds it (None: all are taken)."""
+    locks.mkdir(parents=True, exist_ok=True)
+    for chunk in candidates:
+        handle = open(locks / f"{chunk.start}.lock", "wb")  # noqa: SIM115 - held open: the lock lives with it
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            continue
+        return chunk, handle
+    return None
 
 
-_BLOCK = block(worker_index(), ephemeral_range()[0])
-_turn = itertools.count()
+class _Chunk:
+    """This process's chunk, claimed at the first port asked for (after a fork: claimed again)."""
+
+    def __init__(self) -> None:
+        self.pid = -1
+        self.claimed: tuple[range, IO[bytes]] | None = None
+        self.turn = itertools.count()
+
+    def ports(self) -> range | None:
+        if self.pid != os.getpid():
+            self.pid, self.turn = os.getpid(), itertools.count()
+            self.claimed = claim(chunks(ephemeral_range()[0]))
+        return None if self.claimed is None else self.claimed[0]
+
+
+_CHUNK = _Chunk()
 
 
 def is_free(port: int) -> bool:
@@ -60,14 +86,15 @@ def free_port() -> int:
 
 def free_ports(count: int) -> int:
     """The first of `count` consecutive free ports (for servers numbered from a base port)."""
-    if _BLOCK is not None:
-        for _ in range(len(_BLOCK)):
-            start = _BLOCK.start + (next(_turn) % (len(_BLOCK) - count + 1))
+    ports = _CHUNK.ports()
+    if ports is not None and count <= len(ports):
+        for _ in range(len(ports)):
+            start = ports.start + next(_CHUNK.turn) % (len(ports) - count + 1)
             if all(is_free(port) for port in range(start, start + count)):
                 for _ in range(count - 1):
-                    next(_turn)  # the next pick starts after this run
+                    next(_CHUNK.turn)  # the next pick starts after this run
                 return start
-    while True:  # no block of our own (many workers, or a low ephemeral range): ask the kernel
+    while True:  # no chunk left (or a low ephemeral range): ask the kernel
         with socket.socket() as sock:
             sock.bind((HOST, 0))
             start = int(sock.getsockname()[1])

@@ -1,21 +1,33 @@
-"""tests/ports.py: the ports the tests' servers get come from a block of the worker's own, below the
-kernel's ephemeral range, and are free when handed out."""
+"""tests/ports.py: the ports the tests' servers get come from a chunk of the process's own (held by a file
+lock), below the kernel's ephemeral range, and are free when handed out."""
 
 from __future__ import annotations
 
 import socket
+import subprocess
+import sys
+from pathlib import Path
 
 from tests import ports
+from tests.process import REPO
 
 
-def test_each_worker_has_its_own_block_below_the_ephemeral_range() -> None:
-    assert [ports.worker_index(name) for name in ("", "gw0", "gw1", "gw7", "master")] == [0, 0, 1, 7, 0]
+def test_chunks_lie_below_the_ephemeral_range_and_do_not_overlap() -> None:
     low = ports.ephemeral_range()[0]
-    first, second = ports.block(0, low), ports.block(1, low)
-    assert first is not None and second is not None
-    assert set(first).isdisjoint(second)
-    assert max(second) < low
-    assert ports.block(100, low) is None  # a block that would reach the ephemeral range is not used
+    found = ports.chunks(low)
+    assert len(found) >= 8 and found[0].start == ports.FIRST and max(found[-1]) < low
+    assert all(a.stop <= b.start for a, b in zip(found, found[1:], strict=False))
+
+
+def test_a_chunk_held_by_one_holder_is_not_claimed_by_another(tmp_path: Path) -> None:
+    candidates = [range(30000, 30010), range(30010, 30020)]
+    first = ports.claim(candidates, tmp_path)
+    second = ports.claim(candidates, tmp_path)
+    assert first is not None and second is not None and first[0] != second[0]
+    assert ports.claim(candidates, tmp_path) is None  # both taken
+    first[1].close()  # its holder is gone (as when a process exits): the chunk is free again
+    again = ports.claim(candidates, tmp_path)
+    assert again is not None and again[0] == first[0]
 
 
 def test_ports_handed_out_are_free_and_not_repeated() -> None:
@@ -24,8 +36,7 @@ def test_ports_handed_out_are_free_and_not_repeated() -> None:
     low = ports.ephemeral_range()[0]
     assert all(port < low for port in picked)
     for port in picked:
-        with socket.socket() as sock:
-            sock.bind((ports.HOST, port))
+        assert ports.is_free(port)
 
 
 def test_a_port_in_use_is_skipped_and_runs_are_consecutive() -> None:
@@ -38,3 +49,15 @@ def test_a_port_in_use_is_skipped_and_runs_are_consecutive() -> None:
     for port in range(start, start + 3):
         assert ports.is_free(port)
     assert ports.free_port() not in range(start, start + 3)  # the next pick starts after the run
+
+
+def test_another_process_gets_ports_of_another_chunk() -> None:
+    mine = ports.free_port()
+    code = "from tests.ports import free_port; print(free_port())"
+    theirs = int(
+        subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout
+    )
+    assert (
+        abs(theirs - mine) >= ports.CHUNK
+        or (theirs - ports.FIRST) // ports.CHUNK != (mine - ports.FIRST) // ports.CHUNK
+    )
