@@ -63,7 +63,7 @@ class HttpGateway:
         explain = Explain(self.broker)
         app.router.add_get("/v1/explain/groups", explain.groups)
         app.router.add_get("/v1/explain/transactions", explain.transactions)
-        add_console_routes(app, self.broker)
+        add_console_routes(app, self.broker, self.virtual_queues)
         controls = self.broker.test_controls
         if controls is not None and self.broker.config.get_bool("kbroker.testing.admin.enable"):
             from kbroker.http.testing_admin import add_testing_routes

@@ -23,6 +23,7 @@ from protocol.records import iter_batches
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
+    from kbroker.vq import VirtualQueues
 
 STATIC_FILES = {  # file -> content type; nothing else is served
     "index.html": "text/html",
@@ -34,8 +35,8 @@ READ_CHUNK_BYTES = 1024 * 1024
 CSP = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; object-src 'none'"
 
 
-def add_console_routes(app: web.Application, broker: Broker) -> None:
-    console = Console(broker)
+def add_console_routes(app: web.Application, broker: Broker, virtual_queues: VirtualQueues) -> None:
+    console = Console(broker, virtual_queues)
     app.router.add_get("/console", console.redirect)
     app.router.add_get("/console/", console.static)
     app.router.add_get("/console/{file}", console.static)
@@ -45,6 +46,7 @@ def add_console_routes(app: web.Application, broker: Broker) -> None:
     app.router.add_get("/v1/console/groups", console.groups)
     app.router.add_get("/v1/console/groups/{group}", console.group)
     app.router.add_get("/v1/console/share-groups", console.share_groups)
+    app.router.add_get("/v1/console/vq/{queue}/records", console.queue_records)
 
 
 def _member_assignment(member: Any, classic_consumer: bool) -> dict[str, list[int]]:
@@ -74,8 +76,9 @@ def _int_param(request: web.Request, name: str, default: int | None = None) -> i
 
 
 class Console:
-    def __init__(self, broker: Broker) -> None:
+    def __init__(self, broker: Broker, virtual_queues: VirtualQueues) -> None:
         self.broker = broker
+        self.virtual_queues = virtual_queues
 
     # -- static files ------------------------------------------------------------------
     async def redirect(self, request: web.Request) -> web.Response:
@@ -295,3 +298,30 @@ class Console:
                 }
             )
         return web.json_response({"share_groups": out})
+
+    # -- virtual queues (the list and each queue's consumers come from /v1/vq) ----------
+    async def queue_records(self, request: web.Request) -> web.Response:
+        """?offset=N&limit=L: a queue's records from offset N, due or not, bounded as the message browser's."""
+        queue = request.match_info["queue"]
+        if not self.virtual_queues.exists(queue):
+            raise RestError(404, 40404, f"queue {queue} not found")
+        limit = min(max(_int_param(request, "limit", 50) or 1, 1), data.MAX_MESSAGES)
+        offset = max(_int_param(request, "offset", 0) or 0, 0)
+        try:
+            found, more = self.virtual_queues.browse(queue, offset, limit)
+        except KafkaStorageError as error:
+            raise RestError(500, 50002, f"reading queue {queue} failed: {error}") from error
+        records = data.queue_records_page(found.records)
+        shown_all = len(records) == len(found.records)
+        next_offset = found.next_offset if shown_all else records[-1]["offset"] + 1
+        return web.json_response(
+            {
+                "queue": queue,
+                "partition": found.partition,
+                "from_offset": offset,
+                "next_offset": next_offset,
+                "more": more or not shown_all,
+                "now": self.virtual_queues.clock(),
+                "records": records,
+            }
+        )

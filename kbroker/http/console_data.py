@@ -55,9 +55,35 @@ def message(topic: str, partition: int, record: Any) -> dict[str, Any]:
     }
 
 
+def queue_record(record: Any) -> dict[str, Any]:
+    """One record of a virtual queue (kbroker.vq's QueueRecord; its key is the queue's name) for the queue
+    browser, with the time it is due when delayed and its tag."""
+    return {
+        "offset": record.offset,
+        "timestamp": record.timestamp,
+        "due_at": record.due_at,
+        "tag": record.tag,
+        "value": render_bytes(record.value),
+        "headers": [{"key": header.key, "value": render_bytes(header.value)} for header in record.headers],
+    }
+
+
+def queue_records_page(records: Iterable[Any], budget: int = MAX_PAGE_BYTES) -> list[dict[str, Any]]:
+    """The records shaped by queue_record, stopping before the one that would pass about `budget` bytes
+    shown (the first always shows)."""
+    out: list[dict[str, Any]] = []
+    for record in records:
+        size = shown_bytes(record)
+        if out and size > budget:
+            break
+        budget -= size
+        out.append(queue_record(record))
+    return out
+
+
 def shown_bytes(record: Any) -> int:
     """How many of a record's bytes a page shows (each key, value and header value up to MAX_SHOWN_BYTES)."""
-    parts = [record.key, record.value, *(header.value for header in record.headers)]
+    parts = [getattr(record, "key", None), record.value, *(header.value for header in record.headers)]
     return sum(min(len(part), MAX_SHOWN_BYTES) for part in parts if part is not None)
 
 

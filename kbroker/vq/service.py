@@ -300,16 +300,29 @@ class VirtualQueues:
     def read(self, queue: str, start: int, limit: int, now: int | None = None) -> ReadResult:
         """Up to `limit` records of the queue at or after `start`, in order, below the last stable offset,
         records of aborted transactions left out, stopping at one not yet due."""
+        partition, start, entries = self._entries(queue, start, limit)
+        ready, next_offset, blocked = deliverable(entries, self.clock() if now is None else now, start)
+        return ReadResult(partition, ready, next_offset, blocked)
+
+    def browse(self, queue: str, start: int, limit: int) -> tuple[ReadResult, bool]:
+        """What `read` finds, due or not (the console shows a queue's records; a read stops at one not yet
+        due): the next offset is past the last record looked at, nothing is blocked; and whether the queue
+        may have more records after them."""
+        partition, start, entries = self._entries(queue, start, limit)
+        records = [record for _, record in entries if record is not None]
+        return ReadResult(partition, records, entries[-1][0] + 1 if entries else start, None), len(entries) == limit
+
+    def _entries(self, queue: str, start: int, limit: int) -> tuple[int, int, list[tuple[int, QueueRecord | None]]]:
+        """(partition, start moved up to the log start, the first `limit` of the queue's entries at or after
+        it below the last stable offset)."""
         partition = self.partition_of(queue)
         unified = self._data_log(queue)
         if unified is None or self.index is None:
-            return ReadResult(partition, [], start, None)
+            return partition, start, []
         start = max(start, unified.log_start_offset)
         stable = unified.last_stable_offset()
         wanted = [o for o in self.index.next_offsets(partition, queue, start, limit) if o < stable]
-        entries = list(self._fetch(unified, wanted))
-        ready, next_offset, blocked = deliverable(entries, self.clock() if now is None else now, start)
-        return ReadResult(partition, ready, next_offset, blocked)
+        return partition, start, list(self._fetch(unified, wanted))
 
     def _fetch(self, unified: UnifiedLog, offsets: list[int]) -> Iterator[tuple[int, QueueRecord | None]]:
         """(offset, record) for `offsets` (ascending), decoding only those records; the record is None for

@@ -19,7 +19,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from websockets.sync.client import connect
 
 from tests.broker.conftest import unique_topic
-from tests.http.conftest import HttpBroker
+from tests.http.conftest import HttpBroker, http_get, http_json
 
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "console"
 CHROMIUM, CHROMEDRIVER = shutil.which("chromium"), shutil.which("chromedriver")
@@ -242,6 +242,72 @@ def test_group_members_lag_share_and_explain(browser: Any, http_broker: HttpBrok
     producer.produce(topic, value=b"late", partition=1)
     assert producer.flush(30) == 0
     wait_for(lambda: text_of(browser, count) == str(before + 1))
+
+
+def publish(http_broker: HttpBroker, queue: str, value: bytes, headers: dict[str, str] | None = None) -> int:
+    request = urllib.request.Request(
+        f"{http_broker.url}/v1/vq/{queue}", data=value, method="POST", headers=headers or {}
+    )
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return int(json.loads(response.read())["offset"])
+
+
+def test_virtual_queues_list_filter_and_queue(browser: Any, http_broker: HttpBroker) -> None:
+    from selenium.webdriver.common.by import By
+
+    prefix = unique_topic("console-vq")
+    jobs, other = f"{prefix}-jobs", f"{prefix}-other"
+    offsets = [publish(http_broker, jobs, b'{"job": %d}' % i) for i in range(3)]
+    publish(http_broker, jobs, b"invoice", {"kbroker-tag": "billing", "kbroker-deliver-after-ms": "3600000"})
+    publish(http_broker, other, HOSTILE.encode())
+    status, acked = http_json("POST", f"{http_broker.url}/v1/vq/{jobs}/ack", {"consumer": "worker", "offset": offsets[1] + 1},
+                              content_type="application/json")  # fmt: skip
+    assert status == 200 and acked["position"] == offsets[1] + 1
+    browser.get(f"{http_broker.url}/console/#/vq?prefix={prefix}")
+    row = wait_for(lambda: browser.find_element(By.CSS_SELECTOR, f'tr[data-queue="{jobs}"]'))
+    assert [c.text for c in row.find_elements(By.TAG_NAME, "td")][2:] == ["4", "1", "worker: lag 2"]
+    assert browser.find_element(By.CSS_SELECTOR, f'tr[data-queue="{other}"]')
+    shot(browser, "10-virtual-queues")
+    # the prefix filter narrows the list (typed while the page polls: the input is kept)
+    field = browser.find_element(By.ID, "vq-prefix")
+    field.clear()
+    field.send_keys(jobs)
+    time.sleep(2.5)  # a poll passes while typing; the typed text must survive it
+    assert browser.find_element(By.ID, "vq-prefix").get_attribute("value") == jobs
+    browser.find_element(By.ID, "vq-go").click()
+    wait_for(
+        lambda: (
+            [r.get_attribute("data-queue") for r in browser.find_elements(By.CSS_SELECTOR, "#queues tbody tr")]
+            == [jobs]
+        )
+    )
+    browser.find_element(By.CSS_SELECTOR, f'tr[data-queue="{jobs}"] a').click()
+    wait_for(lambda: text_of(browser, "#queue-name") == jobs)
+    assert "depth 4" in text_of(browser, "#queue-summary")
+    consumer = [c.text for c in browser.find_elements(By.CSS_SELECTOR, 'tr[data-consumer="worker"] td')]
+    assert consumer == ["worker", str(offsets[1] + 1), "2"]
+    records = browser.find_elements(By.CSS_SELECTOR, "#queue-records tbody tr")
+    assert len(records) == 4  # the delayed record shows too, with when it is due and its tag
+    assert '"job": 0' in records[0].find_element(By.CSS_SELECTOR, "td.value").text
+    assert records[3].find_element(By.CSS_SELECTOR, "td.due").text.startswith("due ")
+    assert [c.text for c in records[3].find_elements(By.TAG_NAME, "td")][3:5] == ["billing", "invoice"]
+    shot(browser, "11-virtual-queue")
+    # hostile content in a queue is text too
+    browser.get(f"{http_broker.url}/console/#/vq/{other}")
+    value = wait_for(lambda: text_of(browser, "#queue-records td.value"))
+    assert value == HOSTILE and not browser.find_elements(By.ID, "pwned")
+
+
+def test_queue_records_json_pages_and_refuses_unknown_queues(http_broker: HttpBroker) -> None:
+    queue = unique_topic("console-vq-pages")
+    offsets = [publish(http_broker, queue, b"r%d" % i) for i in range(5)]
+    status, body = http_json("GET", f"{http_broker.url}/v1/console/vq/{queue}/records?offset=0&limit=2")
+    assert status == 200 and [r["offset"] for r in body["records"]] == offsets[:2] and body["more"]
+    assert [r["value"]["text"] for r in body["records"]] == ["r0", "r1"]
+    status, rest = http_json("GET", f"{http_broker.url}/v1/console/vq/{queue}/records?offset={body['next_offset']}")
+    assert [r["offset"] for r in rest["records"]] == offsets[2:] and not rest["more"]
+    assert http_get(f"{http_broker.url}/v1/console/vq/no-such-queue/records")[0] == 404
+    assert http_get(f"{http_broker.url}/v1/console/vq/{queue}/records?offset=x")[0] == 400
 
 
 def test_console_json_rejects_bad_input(http_broker: HttpBroker, data: dict[str, Any]) -> None:

@@ -135,3 +135,20 @@ def test_messages_from_batches_byte_budget() -> None:
     huge = Record(0, 0, b"k", b"y" * (data.MAX_SHOWN_BYTES * 2), [Header("h", None)])
     assert data.shown_bytes(huge) == 1 + data.MAX_SHOWN_BYTES
     assert data.message_shown_bytes(data.message("t", 0, huge)) == 1 + data.MAX_SHOWN_BYTES
+
+
+def test_queue_records_show_due_time_and_tag_and_stay_bounded() -> None:
+    from kbroker.vq.records import QueueRecord
+
+    delayed = QueueRecord(
+        7, 1_000, b'{"job": 1}', (Header("kbroker-deliver-after-ms", b"60000"), Header("kbroker-tag", b"urgent"))
+    )
+    shaped = data.queue_record(delayed)
+    assert (shaped["offset"], shaped["timestamp"], shaped["due_at"], shaped["tag"]) == (7, 1_000, 61_000, "urgent")
+    assert json.loads(shaped["value"]["json"]) == {"job": 1}
+    assert [h["key"] for h in shaped["headers"]] == ["kbroker-deliver-after-ms", "kbroker-tag"]
+    big = [QueueRecord(i, 0, b"z" * data.MAX_SHOWN_BYTES * 2, ()) for i in range(100)]
+    page = data.queue_records_page(big)  # each shows MAX_SHOWN_BYTES: the page stops at MAX_PAGE_BYTES
+    assert len(page) == data.MAX_PAGE_BYTES // data.MAX_SHOWN_BYTES and page[0]["value"]["truncated"]
+    huge = QueueRecord(0, 0, None, tuple(Header(f"h{i}", b"y" * data.MAX_SHOWN_BYTES) for i in range(70)))
+    assert len(data.queue_records_page([huge, delayed])) == 1  # the first always shows, alone when over budget

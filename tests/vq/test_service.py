@@ -129,6 +129,16 @@ def test_delayed_records_with_a_fake_clock(tmp_path: Path) -> None:
         held = queues.read("q", 0, 10)
         assert [r.value for r in held.records] == [b"first"] and held.blocked_until == 1_005_000
         assert held.next_offset == held.records[0].offset + 1
+        browsed, more = queues.browse("q", 0, 10)  # the console's view: due or not, in order
+        assert [(r.value, r.due_at) for r in browsed.records] == [
+            (b"first", None),
+            (b"later", 1_005_000),
+            (b"behind", None),
+        ]
+        assert browsed.next_offset == browsed.records[-1].offset + 1 and browsed.blocked_until is None and not more
+        first_two, more = queues.browse("q", 0, 2)
+        assert [r.value for r in first_two.records] == [b"first", b"later"] and more
+        assert [r.value for r in queues.browse("q", first_two.next_offset, 2)[0].records] == [b"behind"]
         now[0] += 4999
         assert [r.value for r in queues.read("q", 0, 10).records] == [b"first"]
         now[0] += 1

@@ -183,6 +183,64 @@ async function sharePage() {
   return out;
 }
 
+async function vqListPage(params) {
+  const prefix = params.get("prefix") || "";
+  const query = new URLSearchParams({ limit: "100" });
+  if (prefix) query.set("prefix", prefix);
+  if (params.get("after")) query.set("after", params.get("after"));
+  const body = await getJson(`/v1/vq?${query}`);
+  const prefixInput = el("input", { id: "vq-prefix", name: "prefix", size: 24, placeholder: "queue name prefix", value: prefix });
+  const filter = (event) => {
+    event.preventDefault();
+    const wanted = prefixInput.value.trim();
+    location.hash = wanted ? `#/vq?${new URLSearchParams({ prefix: wanted })}` : "#/vq";
+  };
+  const rows = body.queues.map((q) => el("tr", { "data-queue": q.queue },
+    el("td", {}, link(`#/vq/${enc(q.queue)}`, q.queue)), num(q.partition), num(q.depth), num(q.consumers.length),
+    cell(q.consumers.map((c) => `${c.consumer}: lag ${c.lag}`).join(", "))));
+  const last = body.queues.length ? body.queues[body.queues.length - 1].queue : null;
+  const next = body.truncated && last !== null
+    ? link(`#/vq?${new URLSearchParams(prefix ? { prefix, after: last } : { after: last })}`, "next page", "vq-next")
+    : null;
+  return [
+    el("h2", {}, "Virtual queues"),
+    el("form", { id: "vq-filter", onsubmit: filter }, "Prefix", prefixInput, el("button", { id: "vq-go", type: "submit" }, "Filter")),
+    body.queues.length
+      ? table("queues", ["Queue", "Partition", "Depth", "Consumers", "Lag"], rows)
+      : el("p", { class: "muted", id: "no-queues" }, "No virtual queues."),
+    next,
+  ];
+}
+
+async function vqQueuePage(name, params) {
+  const from = params.get("offset") || "0";
+  const [q, page] = await Promise.all([
+    getJson(`/v1/vq/${enc(name)}`),
+    getJson(`/v1/console/vq/${enc(name)}/records?${new URLSearchParams({ offset: from, limit: "50" })}`),
+  ]);
+  const consumers = q.consumers.map((c) => el("tr", { "data-consumer": c.consumer },
+    cell(c.consumer), num(c.position), num(c.lag)));
+  const due = (r) => r.due_at !== null && r.due_at > page.now ? `due ${new Date(r.due_at).toISOString()}` : "";
+  const records = page.records.map((r) => el("tr", { "data-offset": r.offset },
+    num(r.offset), cell(new Date(r.timestamp).toISOString()), el("td", { class: "due" }, due(r)), cell(r.tag),
+    el("td", { class: "value" }, rendered(r.value, "json")),
+    el("td", { class: "headers" }, r.headers.map((h) => el("div", {}, el("b", {}, h.key), ": ", rendered(h.value, "text"))))));
+  const next = page.more
+    ? link(`#/vq/${enc(name)}?${new URLSearchParams({ offset: page.next_offset })}`, "next page", "vq-records-next")
+    : null;
+  return [
+    el("h2", {}, "Queue ", el("span", { id: "queue-name" }, q.queue)),
+    el("p", { class: "muted", id: "queue-summary" }, `partition ${q.partition} of the data topic · depth ${q.depth} · ${q.consumers.length} consumer(s)`),
+    el("h3", {}, "Consumers"),
+    consumers.length ? table("queue-consumers", ["Consumer", "Position", "Lag"], consumers)
+      : el("p", { class: "muted" }, "No consumer has acknowledged yet."),
+    el("h3", {}, `Records from offset ${page.from_offset}`),
+    records.length ? table("queue-records", ["Offset", "Timestamp", "Delayed", "Tag", "Value", "Headers"], records)
+      : el("p", { class: "muted", id: "no-records" }, "No records from this offset."),
+    next,
+  ];
+}
+
 async function explainPage() {
   const [groups, txns] = await Promise.all([getJson("/v1/explain/groups"), getJson("/v1/explain/transactions")]);
   const out = [el("h2", {}, "Explain"), el("h3", {}, "Groups")];
@@ -219,13 +277,26 @@ function route() {
     case "groups": return { nav: "groups", render: groupsPage, poll: true };
     case "group": return { nav: "groups", render: () => groupPage(parts[1]), poll: true };
     case "share": return { nav: "share", render: sharePage, poll: true };
+    case "vq": return parts[1] === undefined
+      ? { nav: "vq", render: () => vqListPage(params), poll: true }
+      : { nav: "vq", render: () => vqQueuePage(parts[1], params), poll: true };
     case "explain": return { nav: "explain", render: explainPage, poll: true };
     default: return { nav: "topics", render: topicsPage, poll: true };
   }
 }
 
+function typing() {
+  const active = document.activeElement;
+  return active !== null && active.tagName === "INPUT" && view().contains(active);
+}
+
 async function show(first) {
   const current = route();
+  if (!first && typing()) { // a poll would replace the input being typed in: wait for the next one
+    clearTimeout(pollTimer);
+    pollTimer = setTimeout(() => show(false), POLL_MS);
+    return;
+  }
   const mine = first ? ++generation : generation;
   for (const a of document.querySelectorAll("header nav a")) a.classList.toggle("active", a.id === `nav-${current.nav}`);
   try {
