@@ -2,7 +2,8 @@
 
 Nothing here runs per request: request counts and latency come from RequestStats (filled by the
 pipeline's hook), bytes in from TopicTraffic (the logs' on_append event); partitions, log sizes,
-offsets, group lag and share-group backlog are read from the broker's state when scraped.
+offsets, group lag, share-group backlog and, in a cluster, the replication of the partitions this
+broker leads are read from the broker's state when scraped.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class BrokerCollector(Collector):
         yield from self._logs()
         yield from self._groups()
         yield from self._share_groups()
+        yield from self._replication()
         conns = GaugeMetricFamily("kbroker_connections", "Open Kafka-protocol client connections.")
         conns.add_metric([], len(self.connections.connections))
         yield conns
@@ -133,6 +135,38 @@ class BrokerCollector(Collector):
                 waiting = partition.high_watermark - share.start_offset - share.delivery_complete_count()
                 backlog.add_metric([group_id, topic, str(index)], max(0, waiting))
         yield backlog
+
+    def _replication(self) -> Iterator[Any]:
+        """In a cluster (zookeeper.connect), Kafka's leader-side replication gauges for the replicated
+        partitions this broker leads; a broker alone replicates nothing and reports none of them."""
+        replicas = self.broker.replicas
+        if replicas is None:
+            return
+        led = GaugeMetricFamily("kbroker_leader_partitions", "Replicated partitions this broker leads.")
+        under = GaugeMetricFamily(
+            "kbroker_under_replicated_partitions",
+            "Partitions led here with fewer in-sync replicas than replicas (Kafka's UnderReplicatedPartitions).",
+        )
+        under_min = GaugeMetricFamily(
+            "kbroker_under_min_isr_partitions",
+            "Partitions led here with fewer in-sync replicas than min.insync.replicas: acks=all is refused.",
+        )
+        labels = ["topic", "partition"]
+        in_sync = GaugeMetricFamily(
+            "kbroker_partition_in_sync_replicas", "In-sync replicas of a partition led here.", labels=labels
+        )
+        assigned = GaugeMetricFamily("kbroker_partition_replicas", "Replicas of a partition led here.", labels=labels)
+        counts = [0, 0, 0]
+        for (topic, index), state in sorted(replicas.leaders.items()):
+            isr, total = len(state.isr), len(state.replicas)
+            counts[0] += 1
+            counts[1] += isr < total
+            counts[2] += isr < replicas.min_insync_replicas(topic)
+            in_sync.add_metric([topic, str(index)], isr)
+            assigned.add_metric([topic, str(index)], total)
+        for family, count in zip((led, under, under_min), counts, strict=True):
+            family.add_metric([], count)
+        yield from (led, under, under_min, in_sync, assigned)
 
 
 def _request_name(api_key: int) -> str:

@@ -33,6 +33,7 @@ class Cluster:
         self.listener: str | None = None  # e.g. SASL_SSL: each broker's first listener (else --listen, PLAINTEXT)
         self.more_listeners: tuple[str, ...] = ()  # more listeners (named after their protocol), each on a port
         self._more_ports: dict[tuple[int, str], int] = {}
+        self.http = False  # each broker started from now on also serves HTTP (/metrics) on a port of its own
 
     def start(self, node_id: int) -> BrokerProcess:
         previous = self.brokers.get(node_id)
@@ -44,6 +45,8 @@ class Cluster:
                 more = self._more_ports.setdefault((node_id, name), free_port())
                 entries.append(f"{name}://127.0.0.1:{more}")
             listeners = ["--config", "listeners=" + ",".join(entries)]
+        if self.http:
+            listeners += ["--http-listen", f"127.0.0.1:{self.http_port(node_id)}"]
         process = BrokerProcess(
             self.root / f"broker-{node_id}",
             "--config",
@@ -61,6 +64,9 @@ class Cluster:
         )
         self.brokers[node_id] = process.start()
         return process
+
+    def http_port(self, node_id: int) -> int:
+        return self._more_ports.setdefault((node_id, "http"), free_port())
 
     def bootstrap(self, *exclude: int) -> str:
         return ",".join(p.bootstrap for n, p in sorted(self.brokers.items()) if n not in exclude and p.alive())

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import signal
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -191,18 +192,38 @@ def test_acks_all_survives_the_leaders_kill(cluster: Cluster) -> None:
         member.close()
 
 
+def _replication_metrics(cluster: Cluster, node_id: int, topic: str) -> tuple[float, float, float]:
+    """(under-replicated partitions, under-min-ISR partitions, the ISR size of `topic`-0) from the broker's
+    /metrics, parsed by prometheus_client."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with urllib.request.urlopen(f"http://127.0.0.1:{cluster.http_port(node_id)}/metrics", timeout=10) as response:
+        text = response.read().decode()
+    samples = {(s.name, s.labels.get("topic"), s.labels.get("partition")): s.value
+               for family in text_string_to_metric_families(text) for s in family.samples}  # fmt: skip
+    return (
+        samples[("kbroker_under_replicated_partitions", None, None)],
+        samples[("kbroker_under_min_isr_partitions", None, None)],
+        samples.get(("kbroker_partition_in_sync_replicas", topic, "0"), -1),
+    )
+
+
 def test_isr_shrinks_and_expands_with_followers(cluster: Cluster) -> None:
     # sessions outlive a paused follower: only the leader's lag check takes it out of the ISR
+    cluster.http = True  # the leader's /metrics follows the ISR
     _start(cluster, **{"replica.lag.time.max.ms": str(LAG_TIME_MS), "zookeeper.session.timeout.ms": "8000"})
     parts = _create(cluster, "isr", partitions=1)
     leader = parts[0]["leader_id"]
     followers = [n for n in (1, 2, 3) if n != leader]
+    assert wait_until(lambda: _replication_metrics(cluster, leader, "isr")[2] == 3, what="isr of 3 in /metrics")
     producer = _producer(cluster.brokers[leader].bootstrap, **{"message.timeout.ms": 10000})
     producer.produce("isr", value=b"before", partition=0)
     assert producer.flush(20) == 0
     # one follower stopped: it leaves the ISR after the lag time; acks=all goes on with two
     cluster.brokers[followers[0]].kill()
     _settled(cluster, "isr", (leader,), lambda p: sorted(p["isr_nodes"]) == sorted([leader, followers[1]]))
+    under, under_min, isr = _replication_metrics(cluster, leader, "isr")
+    assert isr == 2 and under >= 1 and under_min == 0
     producer.produce("isr", value=b"two-in-sync", partition=0)
     assert producer.flush(20) == 0
     # the second one paused (its session lives on: only the leader's lag check removes it)
@@ -211,6 +232,8 @@ def test_isr_shrinks_and_expands_with_followers(cluster: Cluster) -> None:
     process.send_signal(signal.SIGSTOP)
     try:
         _settled(cluster, "isr", (leader,), lambda p: p["isr_nodes"] == [leader])
+        under, under_min, isr = _replication_metrics(cluster, leader, "isr")
+        assert isr == 1 and under >= 1 and under_min >= 1  # min.insync.replicas is 2
         errors: list[KafkaError] = []
         strict = Producer({"bootstrap.servers": cluster.brokers[leader].bootstrap, "acks": "all", "retries": 0})
         strict.produce("isr", value=b"refused", partition=0, on_delivery=lambda e, m: errors.append(e))
@@ -223,6 +246,8 @@ def test_isr_shrinks_and_expands_with_followers(cluster: Cluster) -> None:
         process.send_signal(signal.SIGCONT)
     cluster.start(followers[0])
     _settled(cluster, "isr", (1, 2, 3), lambda p: sorted(p["isr_nodes"]) == [1, 2, 3])
+    # every partition the leader leads catches up again (internal topics' too): nothing under-replicated
+    wait_until(lambda: _replication_metrics(cluster, leader, "isr") == (0, 0, 3), what="no under-replicated partition")
     producer.produce("isr", value=b"all-back", partition=0)
     assert producer.flush(20) == 0
     stored = [v for _, v in _read(cluster.brokers[leader].bootstrap, "isr", 0, 4)]

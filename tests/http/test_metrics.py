@@ -86,6 +86,8 @@ def test_consumer_group_lag_and_connections(http_broker: HttpBroker) -> None:
             assert value(samples, "kbroker_consumer_group_lag", group=group, topic=topic, partition="0") == 8
             assert value(samples, "kbroker_connections") >= 2  # this raw client and the consumer
             assert value(samples, "kbroker_requests_total", api="OffsetCommit") >= 1
+            # a broker alone replicates nothing: no replication gauges (they come from brokers in a cluster)
+            assert not [name for name, _ in samples if "replica" in name or name == "kbroker_leader_partitions"]
         finally:
             consumer.close()
 
