@@ -190,6 +190,37 @@ def test_unreachable_gateway_exits_3_and_bad_usage_exits_2(cli: QueueCli) -> Non
     assert "max must be in [1, 10000]" in bound and "HTTP 400" in bound
 
 
+def test_the_command_loads_no_broker_nor_kafka_client_code() -> None:
+    """`kbroker queue` runs on urllib: neither asyncio nor aiohttp, the broker's modules nor the Kafka client."""
+    probe = (
+        "import sys\nfrom kbroker.cli import build_parser\n"
+        "args = build_parser().parse_args(sys.argv[1:])\nimport kbroker.client.vq\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in ('asyncio', 'aiohttp', 'kbroker'))))"
+    )
+    environ = {**os.environ, "PYTHONPATH": str(REPO)}
+    result = subprocess.run([sys.executable, "-c", probe, "queue", "list"], capture_output=True, text=True, env=environ,
+                            timeout=60)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.split())
+    assert "kbroker.client.vq" in loaded and "kbroker.cli.queue" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("asyncio", "aiohttp")}, loaded
+    assert not {m for m in loaded if m.startswith(("kbroker.http", "kbroker.vq", "kbroker.client.cluster"))}, loaded
+
+
+def test_addresses_values_and_headers() -> None:
+    from kbroker.client.vq import base_url, publish_headers, record_value
+
+    assert base_url("broker:8082") == "http://broker:8082" and base_url("[::1]:8082") == "http://[::1]:8082"
+    assert base_url("https://proxy.example/kbroker/") == "https://proxy.example/kbroker"
+    for bad in ("broker", "broker:http", ":8082", "broker:0", "http://"):
+        with pytest.raises(ValueError):
+            base_url(bad)
+    assert record_value({"value": "\u00fc"}) == "\u00fc".encode() and record_value({"value": None}) == b""
+    assert record_value({"value": "/wA=", "value_encoding": "base64"}) == b"\xff\x00"
+    headers = publish_headers("bl\u00fce", None, 1500)  # UTF-8 bytes, as http.client sends header text as Latin-1
+    assert headers == {"kbroker-tag": "bl\u00fce".encode().decode("latin-1"), "kbroker-deliver-after-ms": "1500"}
+
+
 # -- a gateway with authentication --------------------------------------------------------------------------------
 
 
