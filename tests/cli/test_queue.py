@@ -145,11 +145,11 @@ def test_manual_reads_list_paging_and_binary_values(cli: QueueCli) -> None:
 def test_delete_consumer_and_queue_and_what_does_not_exist(cli: QueueCli) -> None:
     queue = queue_name()
     cli.ok("publish", queue, stdin=b"m1\nm2\n")
-    for consumer in ("keep", "drop"):
+    for consumer in ("keep", "drop/1 ü"):
         cli.ok("read", queue, "--consumer", consumer, "--ack")
-    assert cli.ok("delete-consumer", queue, "drop") == f"deleted consumer drop of queue {queue}\n".encode()
+    assert cli.ok("delete-consumer", queue, "drop/1 ü") == f"deleted consumer drop/1 ü of queue {queue}\n".encode()
     assert [c["consumer"] for c in cli.json("describe", queue)["consumers"]] == ["keep"]
-    assert "40405" in cli.refused("delete-consumer", queue, "drop")
+    assert "40405" in cli.refused("delete-consumer", queue, "drop/1 ü")
 
     assert cli.json("delete", queue) == {"queue": queue, "deleted_consumers": ["keep"]}
     for args in (["describe", queue], ["read", queue, "--consumer", "keep"], ["delete", queue],
