@@ -114,7 +114,7 @@ def add_parser(commands: Any) -> None:
     read.add_argument("--ack", action="store_true", help="acknowledge next_offset after printing (with --consumer)")
     _add_options(read)
 
-    ack = action("ack", "move a consumer's position: OFFSET is the next record it reads", _ack)
+    ack = action("ack", "move a consumer's position (--offset: the next record it reads)", _ack)
     ack.add_argument("queue", metavar="QUEUE")
     ack.add_argument("--consumer", required=True, metavar="NAME", help="the consumer")
     ack.add_argument("--offset", required=True, type=_at_least(0), metavar="N", help="its new position")
