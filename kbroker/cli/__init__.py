@@ -51,9 +51,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     serve.add_serve(commands)
     serve.add_configs(commands)
     if command not in SERVER_COMMANDS:
-        from kbroker.cli import cluster, consume, group, produce, topic
+        from kbroker.cli import cluster, consume, group, produce, queue, topic
 
-        for module in (topic, produce, consume, group, cluster):
+        for module in (topic, produce, consume, group, cluster, queue):
             module.add_parser(commands)
     return parser
 

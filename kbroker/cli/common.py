@@ -23,6 +23,9 @@ client commands (any Kafka-protocol broker; --bootstrap, else ${BOOTSTRAP_ENV}, 
   kbroker consume TOPIC            print records (--from-beginning, --offset, --group, --count, --format)
   kbroker group list|describe|reset-offsets|delete ...
   kbroker cluster info
+  kbroker queue list|describe|publish|read|ack|delete ...
+                                   kbroker's virtual queues (not Kafka's): needs kbroker's HTTP listener
+                                   (--http, else $KBROKER_HTTP, else 127.0.0.1:8082)
   --format json gives JSON on stdout. Exit status: 0 done, 1 the broker refused or the operation failed
   (the message names Kafka's error), 2 bad usage, 3 no broker reachable."""
 

@@ -24,7 +24,7 @@ from kbroker.http.rest.errors import RestError, unprocessable
 from kbroker.log import KafkaStorageError, RecordTooLargeError
 from kbroker.vq import QueueNotFound, VirtualQueues
 from kbroker.vq.positions import AckOutOfRange, StaleAck, check_name
-from kbroker.vq.records import DELIVER_AFTER_MS, DELIVER_AT, TAG, QueueRecord
+from kbroker.vq.records import DELIVER_AFTER_MS, DELIVER_AT, TAG, QueueRecord, parse_millis
 from kbroker.vq.service import QueueInfo
 
 QUEUE_NOT_FOUND = 40404
@@ -191,10 +191,11 @@ def _int_query(request: web.Request, name: str, default: int, low: int, high: in
 
 
 def _int_header(request: web.Request, name: str) -> int:
-    raw = request.headers[name].strip()
-    if not raw.isdigit():
-        raise unprocessable(f"header {name} must be a non-negative integer (milliseconds)")
-    return int(raw)
+    """A delay header as the records' readers take it (parse_millis); what they would ignore is refused."""
+    value = parse_millis(request.headers[name].encode("utf-8", "surrogateescape"))
+    if value is None:
+        raise unprocessable(f"header {name} must be a non-negative integer (milliseconds) that fits a Java long")
+    return value
 
 
 def _text(data: bytes | None) -> tuple[str | None, bool]:

@@ -4,7 +4,8 @@ The headers are the share groups' own (docs/queues.md):
   kbroker-deliver-at        epoch milliseconds (ASCII decimal): not delivered before then
   kbroker-deliver-after-ms  milliseconds after the record's timestamp: not delivered before then
   kbroker-tag               a tag, carried and returned (no filtering on a virtual queue)
-A header that does not parse as a non-negative integer is ignored (the record is due at once).
+A header that is not a non-negative decimal integer fitting a Java long is ignored (the record is due at
+once), as share groups ignore it (kbroker/share/record_headers.py).
 With both delay headers the later time wins.
 """
 
@@ -39,11 +40,18 @@ class QueueRecord:
         return None
 
 
-def _millis(value: bytes | None) -> int | None:
+MAX_LONG = (1 << 63) - 1
+
+
+def parse_millis(value: bytes | None) -> int | None:
+    """A delivery time's header value: ASCII decimal digits (spaces around allowed) that fit a Java long."""
     if value is None:
         return None
-    text = value.decode("ascii", "replace").strip()
-    return int(text) if text.isdigit() else None
+    text = value.strip()
+    if not text.isdigit() or len(text) > 19:  # bytes.isdigit: ASCII digits only
+        return None
+    number = int(text)
+    return number if number <= MAX_LONG else None
 
 
 def due_at(timestamp: int, headers: Sequence[Header]) -> int | None:
@@ -51,9 +59,9 @@ def due_at(timestamp: int, headers: Sequence[Header]) -> int | None:
     due: int | None = None
     for header in headers:
         if header.key == DELIVER_AT:
-            at = _millis(header.value)
+            at = parse_millis(header.value)
         elif header.key == DELIVER_AFTER_MS:
-            after = _millis(header.value)
+            after = parse_millis(header.value)
             at = None if after is None else timestamp + after
         else:
             continue

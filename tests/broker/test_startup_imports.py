@@ -23,6 +23,7 @@ NOT_AT_START_UP = (
     "kbroker.cli.topic",
     "kbroker.cli.group",
     "kbroker.cli.cluster",
+    "kbroker.cli.queue",
     "kbroker.testing",
     "kbroker.sasl",
     "kbroker.cleaner.segments",

@@ -190,8 +190,9 @@ def test_delay_holds_the_queue_and_tags_are_returned(http_broker: HttpBroker) ->
         assert time.monotonic() - begin < 4
         at = int(time.time() * 1000) + 60_000
         await vq.publish(queue, "tomorrow", {"kbroker-deliver-at": str(at)})
-        status, body = await vq.call("POST", f"/{queue}", data=b"x", headers={"kbroker-deliver-at": "soon"})
-        assert status == 422
+        for bad in ("soon", "-1", "9223372036854775808", "\u00b2".encode().decode("latin-1")):  # ², as UTF-8 bytes
+            status, body = await vq.call("POST", f"/{queue}", data=b"x", headers={"kbroker-deliver-at": bad})
+            assert status == 422 and "fits a Java long" in body["message"], (bad, body)  # never stored
         held = await vq.read(queue, consumer="d", max=10)
         assert values(held) == ["first", "delayed", "behind"] and held["blocked_until"] == at
 

@@ -20,6 +20,19 @@ def test_due_at() -> None:
     assert due_at(1000, [Header("kbroker-deliver-at", None)]) is None
 
 
+def test_delivery_times_are_read_as_share_groups_read_them() -> None:
+    """A time that is not ASCII digits or does not fit a Java long is ignored (due at once) by a virtual queue
+    as by a share group: a Kafka producer's header means the same to both."""
+    from kbroker.share.record_headers import _millis as share_millis
+
+    for raw in (b"0", b"5000", b" 7 ", b"9223372036854775807", b"9223372036854775808", b"1" * 20, b"-5", b"",
+                "\u00b2".encode(), "\u0663".encode(), b"1e3", b"12x"):  # fmt: skip
+        due = due_at(1000, [Header("kbroker-deliver-at", raw)])
+        assert (due or 0) == share_millis(raw), raw
+    assert due_at(1000, [Header("kbroker-deliver-at", b"9223372036854775808")]) is None
+    assert due_at(1000, [Header("kbroker-deliver-at", b"9223372036854775807")]) == (1 << 63) - 1
+
+
 def test_tag() -> None:
     assert record(0, ("kbroker-tag", b"urgent")).tag == "urgent"
     assert record(0).tag is None
