@@ -22,6 +22,7 @@ client commands (any Kafka-protocol broker; --bootstrap, else ${BOOTSTRAP_ENV}, 
   kbroker produce TOPIC            one record per stdin line (--key-separator, --header, --partition)
   kbroker consume TOPIC            print records (--from-beginning, --offset, --group, --count, --format)
   kbroker group list|describe|reset-offsets|delete ...
+  kbroker share-group list|describe|reset-offsets|delete-offsets|delete ...
   kbroker cluster info
   --format json gives JSON on stdout. Exit status: 0 done, 1 the broker refused or the operation failed
   (the message names Kafka's error), 2 bad usage, 3 no broker reachable."""
