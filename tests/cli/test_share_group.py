@@ -236,3 +236,45 @@ def test_reset_offsets_of_a_group_that_does_not_exist_yet_creates_it(cli: Cli) -
         assert _receive(consumer, 1) == [b"y"]
     finally:
         consumer.close()
+
+
+SHARE_GROUP_COMMAND = "org.apache.kafka.tools.consumer.group.ShareGroupCommand"
+
+
+def _tool_rows(jvm: Any, bootstrap: str, *args: str) -> list[list[str]]:
+    """Kafka's kafka-share-groups on `bootstrap`: the rows of its table, header left out."""
+    status, out, err = jvm.run(SHARE_GROUP_COMMAND, "--bootstrap-server", bootstrap, *args)
+    assert status == 0, f"kafka-share-groups {' '.join(args)}: {out}{err}"
+    return [line.split() for line in out.splitlines() if line.strip() and not line.startswith("GROUP ")]
+
+
+def test_kafkas_own_share_groups_tool_reads_what_kbroker_share_group_reads(cli: Cli) -> None:
+    from tests.tools.test_kafka_tools import ToolJvm, tools_classpath
+
+    jvm = ToolJvm(tools_classpath())  # skips without java or Kafka's tools
+    try:
+        topic = _topic(cli, 2)
+        group = _share_group(cli)
+        _produce(cli, topic, 0, "a", "b")
+        _produce(cli, topic, 1, "c")
+        consumer = _member(cli, group, topic, client_id="share-cli-compared")
+        try:
+            assert sorted(_receive(consumer, 3)) == [b"a", b"b", b"c"]
+            [member] = _describe(cli, group)["members"]
+            members = _tool_rows(jvm, cli.bootstrap, "--describe", "--group", group, "--members")
+            assert members == [[group, member["member_id"], member["host"], "share-cli-compared", "2", f"{topic}:0,1"]]
+        finally:
+            consumer.close()
+        _wait_until_delivered(cli, group, {(topic, 0): 2, (topic, 1): 1})
+        _produce(cli, topic, 1, "late")
+
+        offsets = _tool_rows(jvm, cli.bootstrap, "--describe", "--group", group)
+        assert {(t, int(p)): (int(start), int(lag)) for _, t, p, start, lag in offsets} == _offsets(cli, group)
+        listed = _tool_rows(jvm, cli.bootstrap, "--list", "--state")
+        assert sorted(map(tuple, listed)) == [(g["group"], g["state"]) for g in cli.json("share-group", "list")]
+        planned = _tool_rows(jvm, cli.bootstrap, "--reset-offsets", "--group", group, "--topic", topic,
+                             "--to-earliest", "--dry-run")  # fmt: skip
+        ours = cli.json("share-group", "reset-offsets", group, "--topic", topic, "--to-earliest")["offsets"]
+        assert sorted(planned) == [[group, topic, str(o["partition"]), str(o["new_offset"])] for o in ours]
+    finally:
+        jvm.close()
