@@ -168,12 +168,13 @@ def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
     if state not in INACTIVE:
         return fail(f"share group {args.group} has active members (state {state}): "
                     "its offsets can only be reset while it is inactive")  # fmt: skip
-    plan = plan_share_reset(cluster, _scope(cluster, args), target)
     current = {}
     if state != "Dead":
         current = {(o["topic"], o["partition"]): o["start_offset"] for o in start_offsets(cluster, args.group)}
-    for row in plan:
-        row["start_offset"] = current.get((row["topic"], row["partition"]))
+    plan = [
+        {**row, "start_offset": current.get((row["topic"], row["partition"])), "new_offset": row["new_offset"]}
+        for row in plan_share_reset(cluster, _scope(cluster, args), target)
+    ]
     if args.execute:
         alter_start_offsets(cluster, args.group, {(r["topic"], r["partition"]): r["new_offset"] for r in plan})
     if args.output == "json":

@@ -117,6 +117,16 @@ def describe_share_group(cluster: Cluster, group: str) -> dict[str, Any]:
     }
 
 
+@dataclass
+class ResetTarget:
+    """Where `share-group reset-offsets` moves the start offsets: the log start (`earliest`), an offset, the first
+    offset at or after a time (ms), or else the log end."""
+
+    earliest: bool = False
+    offset: int | None = None
+    datetime_ms: int | None = None
+
+
 def plan_share_reset(
     cluster: Cluster, topics: Mapping[str, list[int] | None], target: ResetTarget
 ) -> list[dict[str, Any]]:
@@ -143,15 +153,6 @@ def plan_share_reset(
                 offset = ends[p]
             plan.append({"topic": name, "partition": p, "new_offset": min(max(offset, starts[p]), ends[p])})
     return plan
-
-
-@dataclass
-class ResetTarget:
-    """One of the reset scenarios of kafka-share-groups.sh: earliest, latest (no field set), an offset, a time."""
-
-    earliest: bool = False
-    offset: int | None = None
-    datetime_ms: int | None = None
 
 
 def alter_start_offsets(cluster: Cluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:

@@ -211,6 +211,12 @@ def test_unknown_groups_exit_1_with_kafkas_error_and_bad_usage_exits_2(cli: Cli)
     nothing = cli.json("share-group", "reset-offsets", group, "--all-topics", "--to-earliest", "--execute")
     assert nothing == {"group": group, "executed": True, "offsets": []}
     assert group not in [g["group"] for g in cli.json("share-group", "list")]
+    for scope, error in (
+        ((f"{_topic(cli, 1)}:0,9"), b"UNKNOWN_TOPIC_OR_PARTITION"),
+        (unique("none"), b"UNKNOWN_TOPIC"),
+    ):
+        result = cli.run("share-group", "reset-offsets", group, "--topic", scope, "--to-earliest")
+        assert result.returncode == 1 and error in result.stderr, (scope, result.stderr)
     consumers = unique("classic")  # a consumer group is not a share group
     topic = _topic(cli, 1)
     _produce(cli, topic, 0, "x")
