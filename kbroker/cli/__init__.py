@@ -1,5 +1,6 @@
-"""The `kbroker` command line: `serve` runs the broker; `topic`, `produce`, `consume`, `group` and `cluster`
-are a client of any Kafka-protocol broker (kbroker or Apache Kafka) built on the project's own codec.
+"""The `kbroker` command line: `serve` runs the broker; `topic`, `produce`, `consume`, `group`, `share-group`
+and `cluster` are a client of any Kafka-protocol broker (kbroker or Apache Kafka) built on the project's own codec;
+`queue` is a client of kbroker's virtual queues over its HTTP listener.
 
 Each command's module declares its arguments (argparse only) and imports what it runs when it runs, so
 `kbroker produce` loads neither the broker nor asyncio, and `kbroker serve` loads no client code.
@@ -51,9 +52,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     serve.add_serve(commands)
     serve.add_configs(commands)
     if command not in SERVER_COMMANDS:
-        from kbroker.cli import cluster, consume, group, produce, queue, topic
+        from kbroker.cli import cluster, consume, group, produce, queue, share_group, topic
 
-        for module in (topic, produce, consume, group, cluster, queue):
+        for module in (topic, produce, consume, group, share_group, cluster, queue):
             module.add_parser(commands)
     return parser
 

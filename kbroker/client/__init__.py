@@ -2,6 +2,6 @@
 
 `connection` speaks the protocol over one socket (ApiVersions negotiation, framing, correlation ids);
 `cluster` bootstraps, keeps the metadata and finds leaders and coordinators, retrying Kafka's retriable
-errors; `admin`, `produce`, `consume` and `groups` are the operations the command line needs.
+errors; `admin`, `produce`, `consume`, `groups` and `share_groups` are the operations the command line needs.
 Nothing here imports asyncio or a Kafka client library.
 """

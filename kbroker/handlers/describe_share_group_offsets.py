@@ -2,7 +2,9 @@
 
 The lag is Kafka's: records between the start offset and the high watermark that are not yet
 acknowledged or archived. Topics null: every share partition the group has state for. A partition
-without state answers start offset -1. An unknown group: GROUP_ID_NOT_FOUND.
+without state answers start offset -1, and so does every partition of a group the coordinator does not
+know or of a topic that does not exist (no error: Apache Kafka 4.3.1 answers so, and its admin client
+reports such partitions as having no offset). A partition number the topic lacks: UNKNOWN_TOPIC_OR_PARTITION.
 """
 
 from __future__ import annotations
@@ -33,11 +35,7 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
     if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
         answer["error_code"] = int(ErrorCode.GROUP_AUTHORIZATION_FAILED)
         return answer
-    if group_id not in runtime.coordinator.groups:
-        answer["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-        answer["error_message"] = f"Group {group_id} not found."
-        return answer
-    state = runtime.group_partitions(group_id)
+    state = runtime.group_partitions(group_id) if group_id in runtime.coordinator.groups else {}
     wanted: dict[str, list[int]] = {}
     if requested["topics"] is None:
         for topic, index in sorted(state):
@@ -64,7 +62,8 @@ def _group(ctx: RequestContext, runtime: ShareRuntime, requested: dict[str, Any]
             if topic not in describable:
                 item["error_code"] = int(ErrorCode.TOPIC_AUTHORIZATION_FAILED)
             elif partition_log is None:
-                item["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                if uuid is not None:  # the topic exists without this partition
+                    item["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
             elif share is not None:
                 item["start_offset"] = share.start_offset
                 lag = partition_log.high_watermark - share.start_offset - share.delivery_complete_count()

@@ -252,3 +252,34 @@ def test_read_committed_share_group_never_delivers_aborted_records(broker: Broke
     records = response["responses"][0]["partitions"][0]["records"]
     values = [r.value for b in iter_batches(bytes(records)) if not b.is_control for r in b.records()]
     assert values == [b"c0", b"c1", b"c2"]
+
+
+def test_describe_offsets_of_an_unknown_group_or_topic_answers_no_offset(broker: BrokerProcess, raw: RawClient) -> None:
+    """As Apache Kafka 4.3.1 answers (checked against it): DescribeShareGroupOffsets has no GROUP_ID_NOT_FOUND;
+    a group without state, or a topic that does not exist, has start offset and lag -1 without an error."""
+    topic, group = unique_topic("share"), unique_topic("sg")
+    create_topic(raw, topic)
+
+    def describe(group_id: str, topics: list[dict[str, Any]] | None) -> dict[str, Any]:
+        body = {"groups": [{"group_id": group_id, "topics": topics}]}
+        return dict(raw.call(ApiKey.DESCRIBE_SHARE_GROUP_OFFSETS, 1, body)["groups"][0])
+
+    assert describe(group, None) == {"group_id": group, "topics": [], "error_code": 0, "error_message": None}
+    absent = unique_topic("absent")
+    answer = describe(group, [{"topic_name": topic, "partitions": [0]}, {"topic_name": absent, "partitions": [0]}])
+    assert answer["error_code"] == 0
+    assert [(t["topic_name"], t["topic_id"] == b"\0" * 16) for t in answer["topics"]] == [
+        (topic, False),
+        (absent, True),
+    ]
+    assert [(p["start_offset"], p["lag"], p["error_code"]) for t in answer["topics"] for p in t["partitions"]] == [
+        (-1, -1, 0),
+        (-1, -1, 0),
+    ]
+    join(raw, group, "m1", topic)
+    assert produce(raw, topic, batch_of(2))["error_code"] == 0
+    tid = topic_id(raw, topic)
+    assert len(acquired(share_fetch(raw, group, "m1", 0, tid))) == 2
+    answer = describe(group, [{"topic_name": topic, "partitions": [0, 7]}, {"topic_name": absent, "partitions": [0]}])
+    rows = [(p["start_offset"], p["lag"], p["error_code"]) for t in answer["topics"] for p in t["partitions"]]
+    assert rows == [(0, 2, 0), (-1, -1, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION), (-1, -1, 0)]

@@ -22,6 +22,7 @@ NOT_AT_START_UP = (
     "kbroker.cli.produce",
     "kbroker.cli.topic",
     "kbroker.cli.group",
+    "kbroker.cli.share_group",
     "kbroker.cli.cluster",
     "kbroker.cli.queue",
     "kbroker.testing",
