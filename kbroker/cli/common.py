@@ -49,6 +49,29 @@ def add_client_options(parser: argparse.ArgumentParser, formats: Sequence[str] =
         )
 
 
+def add_reset_arguments(reset: argparse.ArgumentParser, offsets: str, shift_by: bool, execute_help: str) -> None:
+    """GROUP, the scope (--topic or --all-topics), the target and --dry-run/--execute of a reset-offsets
+    command, as Kafka's group tools take them; `offsets` names what the group keeps ("offsets", "start
+    offsets"). Kafka's share-group tool has no --shift-by."""
+    reset.add_argument("group", metavar="GROUP")
+    scope = reset.add_mutually_exclusive_group(required=True)
+    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
+                       help="a topic, optionally with partitions; repeatable")  # fmt: skip
+    scope.add_argument("--all-topics", action="store_true", help=f"every topic the group has {offsets} for")
+    target = reset.add_mutually_exclusive_group(required=True)
+    target.add_argument("--to-earliest", action="store_true", help="to the log start offset")
+    target.add_argument("--to-latest", action="store_true", help="to the log end offset")
+    target.add_argument("--to-offset", type=int, metavar="N", help="to offset N")
+    if shift_by:
+        target.add_argument("--shift-by", type=int, metavar="N", help="by N (negative: back) from the committed offset")
+    target.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
+                        help="to the first offset at or after this time (ISO 8601; local time without a zone)")  # fmt: skip
+    mode = reset.add_mutually_exclusive_group()
+    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
+    mode.add_argument("--execute", action="store_true", help=execute_help)
+    add_client_options(reset)
+
+
 def group_parser(commands: Any, name: str, help_text: str) -> tuple[argparse.ArgumentParser, Any]:
     """A command with subcommands (`kbroker topic create`); without one it prints its help."""
     parser = commands.add_parser(name, help=help_text, description=help_text)

@@ -11,6 +11,7 @@ from kbroker.cli.common import (
     EXIT_OK,
     UsageError,
     add_client_options,
+    add_reset_arguments,
     group_parser,
     print_json,
     print_table,
@@ -49,21 +50,7 @@ def add_parser(commands: Any) -> None:
 
     reset = actions.add_parser("reset-offsets", help="move a group's start offsets (dry run unless --execute)",
                                epilog=RESET_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
-    reset.add_argument("group", metavar="GROUP")
-    scope = reset.add_mutually_exclusive_group(required=True)
-    scope.add_argument("--topic", action="append", metavar="TOPIC[:P,P...]",
-                       help="a topic, optionally with partitions; repeatable")  # fmt: skip
-    scope.add_argument("--all-topics", action="store_true", help="every topic the group has start offsets for")
-    target = reset.add_mutually_exclusive_group(required=True)
-    target.add_argument("--to-earliest", action="store_true", help="to the log start offset")
-    target.add_argument("--to-latest", action="store_true", help="to the log end offset")
-    target.add_argument("--to-offset", type=int, metavar="N", help="to offset N")
-    target.add_argument("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss",
-                        help="to the first offset at or after this time (ISO 8601; local time without a zone)")  # fmt: skip
-    mode = reset.add_mutually_exclusive_group()
-    mode.add_argument("--dry-run", action="store_true", help="print the plan only (the default)")
-    mode.add_argument("--execute", action="store_true", help="set the new start offsets")
-    add_client_options(reset)
+    add_reset_arguments(reset, "start offsets", shift_by=False, execute_help="set the new start offsets")
     reset.set_defaults(handler=lambda args: with_cluster(args, lambda c: _reset(c, args)))
 
     forget = actions.add_parser("delete-offsets", help="an empty group forgets its state for whole topics")

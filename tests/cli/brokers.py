@@ -68,3 +68,11 @@ class Cli:
 
 def unique(prefix: str) -> str:
     return f"{prefix}-{time.time_ns() % 10**12}"
+
+
+def each_broker(kind: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
+    """A module fixture's body: the command line against a fresh kbroker ("kbroker") or Apache Kafka ("kafka")."""
+    brokers = kbroker_broker(tmp_path_factory.mktemp("kbroker-data")) if kind == "kbroker" else kafka_broker()
+    bootstrap = next(brokers)
+    yield Cli(bootstrap, kind)
+    brokers.close()

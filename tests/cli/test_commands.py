@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-from tests.cli.brokers import Cli, kafka_broker, kbroker_broker, unique
+from tests.cli.brokers import Cli, each_broker, unique
 from tests.process import REPO
 
 pytestmark = pytest.mark.timeout(240)
@@ -24,13 +24,7 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture(scope="module", params=["kbroker", "kafka"])
 def cli(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    if request.param == "kbroker":
-        brokers = kbroker_broker(tmp_path_factory.mktemp("kbroker-data"))
-    else:
-        brokers = kafka_broker()
-    bootstrap = next(brokers)
-    yield Cli(bootstrap, request.param)
-    brokers.close()
+    yield from each_broker(request.param, tmp_path_factory)
 
 
 def _topic(cli: Cli, partitions: int = 3, *configs: str) -> str:

@@ -15,20 +15,14 @@ import pytest
 from confluent_kafka import ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
-from tests.cli.brokers import Cli, kafka_broker, kbroker_broker, unique
+from tests.cli.brokers import Cli, each_broker, unique
 
 pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.fixture(scope="module", params=["kbroker", "kafka"])
 def cli(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cli]:
-    if request.param == "kbroker":
-        brokers = kbroker_broker(tmp_path_factory.mktemp("kbroker-data"))
-    else:
-        brokers = kafka_broker()
-    bootstrap = next(brokers)
-    yield Cli(bootstrap, request.param)
-    brokers.close()
+    yield from each_broker(request.param, tmp_path_factory)
 
 
 def _topic(cli: Cli, partitions: int) -> str:
