@@ -11,7 +11,6 @@ processes never hand out the same port, and one process reuses a port only after
 from __future__ import annotations
 
 import fcntl
-import itertools
 import os
 import socket
 import tempfile
@@ -53,16 +52,17 @@ def claim(candidates: list[range], locks: Path = LOCKS) -> tuple[range, IO[bytes
 
 
 class _Chunk:
-    """This process's chunk, claimed at the first port asked for (after a fork: claimed again)."""
+    """This process's chunk, claimed at the first port asked for (after a fork: claimed again), and where in
+    it the next pick starts."""
 
     def __init__(self) -> None:
         self.pid = -1
         self.claimed: tuple[range, IO[bytes]] | None = None
-        self.turn = itertools.count()
+        self.cursor = 0
 
     def ports(self) -> range | None:
         if self.pid != os.getpid():
-            self.pid, self.turn = os.getpid(), itertools.count()
+            self.pid, self.cursor = os.getpid(), 0
             self.claimed = claim(chunks(ephemeral_range()[0]))
         return None if self.claimed is None else self.claimed[0]
 
@@ -89,11 +89,13 @@ def free_ports(count: int) -> int:
     ports = _CHUNK.ports()
     if ports is not None and count <= len(ports):
         for _ in range(len(ports)):
-            start = ports.start + next(_CHUNK.turn) % (len(ports) - count + 1)
+            if _CHUNK.cursor + count > len(ports):
+                _CHUNK.cursor = 0  # walked the whole chunk: from its start again
+            start = ports.start + _CHUNK.cursor
             if all(is_free(port) for port in range(start, start + count)):
-                for _ in range(count - 1):
-                    next(_CHUNK.turn)  # the next pick starts after this run
+                _CHUNK.cursor += count  # the next pick starts after these
                 return start
+            _CHUNK.cursor += 1
     while True:  # no chunk left (or a low ephemeral range): ask the kernel
         with socket.socket() as sock:
             sock.bind((HOST, 0))

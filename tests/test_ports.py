@@ -61,3 +61,15 @@ def test_another_process_gets_ports_of_another_chunk() -> None:
         abs(theirs - mine) >= ports.CHUNK
         or (theirs - ports.FIRST) // ports.CHUNK != (mine - ports.FIRST) // ports.CHUNK
     )
+
+
+def test_runs_and_single_ports_never_overlap_across_the_chunks_end() -> None:
+    """Picks of runs and of single ports, many times round the chunk: a port handed out is never inside a
+    run handed out just before it (a server numbered from a base port has not bound them yet)."""
+    previous: range = range(0)
+    for turn in range(3 * ports.CHUNK):
+        count = 1 + turn % 3
+        start = ports.free_ports(count)
+        taken = range(start, start + count)
+        assert not set(taken) & set(previous), (previous, taken)
+        previous = taken
