@@ -63,14 +63,20 @@ def unique_topic(prefix: str = "t") -> str:
 
 
 def create_topic(client: RawClient, name: str, timeout: float = 10.0) -> None:
-    """Create `name` by auto-creation on Metadata (num.partitions partitions), wait until it has a leader."""
+    """Create `name` by auto-creation on Metadata (num.partitions partitions), wait until each partition's
+    leader serves it. Metadata naming a leader is not enough: Apache Kafka's broker publishes a new topic to
+    its metadata cache before its replica manager leads the partitions, and answers NOT_LEADER_OR_FOLLOWER
+    (which clients retry) meanwhile; a ListOffsets answered without error says the leader is serving."""
     deadline = time.monotonic() + timeout
     while True:
         response = client.call(ApiKey.METADATA, 9, {"topics": [{"name": name}], "allow_auto_topic_creation": True})
-        if response["topics"][0]["error_code"] == 0:
-            return
+        topic = response["topics"][0]
+        if topic["error_code"] == 0 and topic["partitions"]:
+            indexes = [p["partition_index"] for p in topic["partitions"]]
+            if all(list_offset(client, name, -1, partition=i)["error_code"] == 0 for i in indexes):
+                return
         if time.monotonic() > deadline:
-            raise TimeoutError(f"topic {name} not ready: {response['topics'][0]}")
+            raise TimeoutError(f"topic {name} not ready: {topic}")
         time.sleep(0.02)
 
 
