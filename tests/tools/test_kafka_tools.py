@@ -724,11 +724,15 @@ def _consumer_protocol_member(bootstrap: str, group: str, topic: str, wanted: in
         }
     )
     consumer.subscribe([topic])
-    got = 0
-    deadline = time.monotonic() + 60
+    got, errors = 0, set()
+    # Apache Kafka's first KIP-848 assignment took over 60 s once with both cores busy: 120 s, and the
+    # errors the consumer saw in the message if it ever fails
+    deadline = time.monotonic() + 120
     while got < wanted:
-        assert time.monotonic() < deadline, f"{got} of {wanted} records on {bootstrap}"
-        got += len([m for m in consumer.consume(100, 0.5) if m.error() is None])
+        assert time.monotonic() < deadline, f"{got} of {wanted} records on {bootstrap}; errors {errors}"
+        messages = consumer.consume(100, 0.5)
+        errors |= {str(m.error()) for m in messages if m.error() is not None}
+        got += len([m for m in messages if m.error() is None])
     consumer.commit(asynchronous=False)
     return consumer
 
