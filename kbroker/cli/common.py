@@ -72,6 +72,18 @@ def add_reset_arguments(reset: argparse.ArgumentParser, offsets: str, shift_by: 
     add_client_options(reset)
 
 
+def topic_scope(items: Sequence[str]) -> dict[str, list[int] | None]:
+    """reset-offsets' --topic TOPIC[:P,P...] items: topic -> its partitions (None: all of them)."""
+    topics: dict[str, list[int] | None] = {}
+    for item in items:
+        name, sep, partitions = item.partition(":")
+        try:
+            topics[name] = sorted(int(p) for p in partitions.split(",")) if sep else None
+        except ValueError:
+            raise UsageError(f"--topic {item!r}: expected TOPIC or TOPIC:P,P...") from None
+    return topics
+
+
 def group_parser(commands: Any, name: str, help_text: str) -> tuple[argparse.ArgumentParser, Any]:
     """A command with subcommands (`kbroker topic create`); without one it prints its help."""
     parser = commands.add_parser(name, help=help_text, description=help_text)

@@ -16,6 +16,7 @@ from kbroker.cli.common import (
     print_json,
     print_table,
     report_deleted,
+    topic_scope,
     with_cluster,
 )
 
@@ -126,14 +127,7 @@ def _scope(args: argparse.Namespace, cluster: Cluster) -> dict[str, list[int] | 
 
     if args.all_topics:
         return dict.fromkeys(sorted({t for t, _ in committed_offsets(cluster, args.group, None)}))
-    topics: dict[str, list[int] | None] = {}
-    for item in args.topic:
-        name, sep, partitions = item.partition(":")
-        try:
-            topics[name] = sorted(int(p) for p in partitions.split(",")) if sep else None
-        except ValueError:
-            raise UsageError(f"--topic {item!r}: expected TOPIC or TOPIC:P,P...") from None
-    return topics
+    return topic_scope(args.topic)
 
 
 def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
