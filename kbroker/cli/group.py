@@ -110,14 +110,14 @@ def parse_datetime_ms(text: str) -> int:
     return int(moment.timestamp() * 1000)
 
 
-def _reset_spec(args: argparse.Namespace) -> ResetSpec:
+def reset_spec(args: argparse.Namespace) -> ResetSpec:
     from kbroker.client.groups import ResetSpec
 
     return ResetSpec(
         to_earliest=args.to_earliest,
         to_latest=args.to_latest,
         to_offset=args.to_offset,
-        shift_by=args.shift_by,
+        shift_by=getattr(args, "shift_by", None),  # share-group reset-offsets has no --shift-by
         to_datetime_ms=parse_datetime_ms(args.to_datetime) if args.to_datetime else None,
     )
 
@@ -132,14 +132,14 @@ def _scope(args: argparse.Namespace, cluster: Cluster) -> dict[str, list[int] | 
 
 def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
     from kbroker.cli.common import fail
-    from kbroker.client.consume import commit_offsets
+    from kbroker.client.consume import commit_offsets, committed_offsets
     from kbroker.client.groups import group_state, plan_reset
 
-    spec = _reset_spec(args)
+    spec = reset_spec(args)
     state = group_state(cluster, args.group)
     if state not in INACTIVE:
         return fail(f"offsets of group {args.group} can only be reset while it is inactive; its state is {state}")
-    plan = plan_reset(cluster, args.group, _scope(args, cluster), spec)
+    plan = plan_reset(cluster, _scope(args, cluster), spec, committed_offsets(cluster, args.group, None))
     if args.execute:
         commit_offsets(cluster, args.group, {(r["topic"], r["partition"]): r["new_offset"] for r in plan})
     if args.output == "json":

@@ -130,21 +130,11 @@ def _scope(cluster: Cluster, args: argparse.Namespace) -> dict[str, list[int] | 
 
 def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
     from kbroker.cli.common import fail
-    from kbroker.cli.group import parse_datetime_ms
-    from kbroker.client.share_groups import (
-        INACTIVE,
-        ResetTarget,
-        alter_start_offsets,
-        plan_share_reset,
-        share_group_state,
-        start_offsets,
-    )
+    from kbroker.cli.group import reset_spec
+    from kbroker.client.groups import plan_reset
+    from kbroker.client.share_groups import INACTIVE, alter_start_offsets, share_group_state, start_offsets
 
-    target = ResetTarget(
-        earliest=args.to_earliest,
-        offset=args.to_offset,
-        datetime_ms=parse_datetime_ms(args.to_datetime) if args.to_datetime else None,
-    )
+    spec = reset_spec(args)
     state = share_group_state(cluster, args.group)
     if state not in INACTIVE:
         return fail(f"share group {args.group} has active members (state {state}): "
@@ -153,8 +143,13 @@ def _reset(cluster: Cluster, args: argparse.Namespace) -> int:
     if state != "Dead":
         current = {(o["topic"], o["partition"]): o["start_offset"] for o in start_offsets(cluster, args.group)}
     plan = [
-        {**row, "start_offset": current.get((row["topic"], row["partition"])), "new_offset": row["new_offset"]}
-        for row in plan_share_reset(cluster, _scope(cluster, args), target)
+        {
+            "topic": r["topic"],
+            "partition": r["partition"],
+            "start_offset": r["current_offset"],
+            "new_offset": r["new_offset"],
+        }
+        for r in plan_reset(cluster, _scope(cluster, args), spec, current, require_partitions=True)
     ]
     if args.execute:
         alter_start_offsets(cluster, args.group, {(r["topic"], r["partition"]): r["new_offset"] for r in plan})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +18,17 @@ _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 
 
-def list_groups(cluster: Cluster) -> list[dict[str, Any]]:
-    """Every group of every broker: id, protocol type, state (when the broker says)."""
+def list_groups(cluster: Cluster, types: Sequence[str] = (), states: Sequence[str] = ()) -> list[dict[str, Any]]:
+    """Every group of every broker, of these types and in these states (all when empty): id, protocol type,
+    state (when the broker says)."""
     cluster.metadata([])
+    body = {"states_filter": list(states), "types_filter": list(types)}
     groups: dict[str, dict[str, Any]] = {}
     for node in sorted(cluster.brokers):
-        response = cluster.connection(node).call(ApiKey.LIST_GROUPS, {"states_filter": [], "types_filter": []})
+        conn = cluster.connection(node)
+        if types and conn.version(ApiKey.LIST_GROUPS) < 5:
+            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the broker cannot list groups by type (ListGroups v5)")
+        response = conn.call(ApiKey.LIST_GROUPS, body)
         check(response["error_code"], "list groups")
         for g in response["groups"]:
             groups[g["group_id"]] = {
@@ -142,19 +148,28 @@ class ResetSpec:
 
 
 def plan_reset(
-    cluster: Cluster, group: str, topics: dict[str, list[int] | None], spec: ResetSpec
+    cluster: Cluster,
+    topics: Mapping[str, list[int] | None],
+    spec: ResetSpec,
+    current: Mapping[tuple[str, int], int | None],
+    *,
+    require_partitions: bool = False,
 ) -> list[dict[str, Any]]:
-    """New offset per partition, clamped to the log's range as Kafka's tool does."""
-    committed = committed_offsets(cluster, group, None)
+    """New offset per partition, clamped to the log's range as Kafka's tools do, from `current` (a group's
+    committed offsets, or a share group's start offsets). With `require_partitions`, a partition the topic lacks
+    is an error, as Kafka's share-group tool checks."""
     plan = []
     for name, chosen in topics.items():
         info = cluster.topic(name)
         partitions = sorted(info.partitions) if chosen is None else chosen
+        missing = [p for p in partitions if p not in info.partitions]
+        if require_partitions and missing:
+            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, context=f"{name}[{','.join(map(str, missing))}]")
         starts = list_offsets(cluster, info, partitions, EARLIEST)
         ends = list_offsets(cluster, info, partitions, LATEST)
         by_time = list_offsets(cluster, info, partitions, spec.to_datetime_ms) if spec.to_datetime_ms else {}
         for p in partitions:
-            current = committed.get((name, p))
+            offset = current.get((name, p))
             if spec.to_earliest:
                 target = starts[p]
             elif spec.to_latest:
@@ -162,9 +177,9 @@ def plan_reset(
             elif spec.to_offset is not None:
                 target = spec.to_offset
             elif spec.shift_by is not None:
-                target = (current if current is not None else ends[p]) + spec.shift_by
+                target = (offset if offset is not None else ends[p]) + spec.shift_by
             else:
                 target = by_time[p] if by_time.get(p, -1) >= 0 else ends[p]
             target = min(max(target, starts[p]), ends[p])
-            plan.append({"topic": name, "partition": p, "current_offset": current, "new_offset": target})
+            plan.append({"topic": name, "partition": p, "current_offset": offset, "new_offset": target})
     return plan

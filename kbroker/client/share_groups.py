@@ -5,12 +5,11 @@ DeleteShareGroupOffsets and DeleteGroups, each sent where Kafka's admin client s
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
-from kbroker.client.admin import EARLIEST, LATEST, list_offsets
 from kbroker.client.cluster import Cluster, check
 from kbroker.client.connection import KafkaError
+from kbroker.client.groups import list_groups
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -21,18 +20,7 @@ UNINITIALIZED = -1  # a share partition without a start offset (DescribeShareGro
 
 def list_share_groups(cluster: Cluster, states: Iterable[str] = ()) -> list[dict[str, Any]]:
     """Every share group of every broker (ListGroups v5 with the type filter "share"): id and state."""
-    cluster.metadata([])
-    body = {"states_filter": list(states), "types_filter": [SHARE_TYPE]}
-    groups: dict[str, dict[str, Any]] = {}
-    for node in sorted(cluster.brokers):
-        conn = cluster.connection(node)
-        if conn.version(ApiKey.LIST_GROUPS) < 5:
-            raise KafkaError(ErrorCode.UNSUPPORTED_VERSION, "the broker cannot list groups by type (ListGroups v5)")
-        response = conn.call(ApiKey.LIST_GROUPS, body)
-        check(response["error_code"], "list groups")
-        for g in response["groups"]:
-            groups[g["group_id"]] = {"group": g["group_id"], "state": g["group_state"] or None}
-    return [groups[name] for name in sorted(groups)]
+    return [{"group": g["group"], "state": g["state"]} for g in list_groups(cluster, [SHARE_TYPE], list(states))]
 
 
 def _describe(cluster: Cluster, group: str) -> tuple[dict[str, Any], tuple[str, int, int]]:
@@ -115,44 +103,6 @@ def describe_share_group(cluster: Cluster, group: str) -> dict[str, Any]:
         "members": members,
         "offsets": start_offsets(cluster, group),
     }
-
-
-@dataclass
-class ResetTarget:
-    """Where `share-group reset-offsets` moves the start offsets: the log start (`earliest`), an offset, the first
-    offset at or after a time (ms), or else the log end."""
-
-    earliest: bool = False
-    offset: int | None = None
-    datetime_ms: int | None = None
-
-
-def plan_share_reset(
-    cluster: Cluster, topics: Mapping[str, list[int] | None], target: ResetTarget
-) -> list[dict[str, Any]]:
-    """New start offset per partition, within the log's range as Kafka's tool keeps it. Every partition must
-    exist, as Kafka's tool checks."""
-    plan = []
-    for name, chosen in topics.items():
-        info = cluster.topic(name)
-        partitions = sorted(info.partitions) if chosen is None else chosen
-        missing = [p for p in partitions if p not in info.partitions]
-        if missing:
-            raise KafkaError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, context=f"{name}[{','.join(map(str, missing))}]")
-        starts = list_offsets(cluster, info, partitions, EARLIEST)
-        ends = list_offsets(cluster, info, partitions, LATEST)
-        by_time = list_offsets(cluster, info, partitions, target.datetime_ms) if target.datetime_ms is not None else {}
-        for p in partitions:
-            if target.earliest:
-                offset = starts[p]
-            elif target.offset is not None:
-                offset = target.offset
-            elif target.datetime_ms is not None and by_time[p] >= 0:
-                offset = by_time[p]
-            else:  # --to-latest, or no record at or after the time
-                offset = ends[p]
-            plan.append({"topic": name, "partition": p, "new_offset": min(max(offset, starts[p]), ends[p])})
-    return plan
 
 
 def alter_start_offsets(cluster: Cluster, group: str, offsets: Mapping[tuple[str, int], int]) -> None:
