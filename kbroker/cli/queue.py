@@ -177,6 +177,8 @@ def with_gateway(args: argparse.Namespace, action: Callable[[QueueGateway, argpa
     except BrokenPipeError:  # e.g. piped into `head`
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_OK
+    finally:
+        gateway.close()
 
 
 def _consumer_rows(info: dict[str, Any]) -> list[tuple[Any, ...]]:

@@ -1,7 +1,8 @@
 """A client of kbroker's virtual queues (`/v1/vq` on the broker's HTTP listener), for `kbroker queue`.
 
-One method per endpoint (docs/gateway.md, "Virtual queues"); the standard library's urllib only. The
-answers are the gateway's JSON bodies as they come. A refusal raises GatewayError with the gateway's
+One method per endpoint (docs/gateway.md, "Virtual queues"); the standard library's http.client only,
+over one kept-alive connection (a publish of many lines is one request per record, not one connection
+per record). The answers are the gateway's JSON bodies as they come. A refusal raises GatewayError with the gateway's
 `error_code` and message; a gateway that cannot be reached raises GatewayUnreachable.
 """
 
@@ -10,9 +11,8 @@ from __future__ import annotations
 import base64
 import http.client
 import json
-import urllib.error
+import ssl
 import urllib.parse
-import urllib.request
 from typing import Any
 
 # the record headers a publish may set (kbroker/vq/records.py names them; the gateway turns the request
@@ -57,6 +57,8 @@ def _path_part(name: str) -> str:
 class QueueGateway:
     def __init__(self, address: str, user: str | None = None, password: str | None = None) -> None:
         self.url = base_url(address)
+        self._prefix = urllib.parse.urlsplit(self.url).path  # a proxy may serve the gateway under a path
+        self._connection: http.client.HTTPConnection | None = None
         self.headers: dict[str, str] = {}
         if user is not None:
             token = base64.b64encode(f"{user}:{password or ''}".encode()).decode()
@@ -92,27 +94,64 @@ class QueueGateway:
     def delete_consumer(self, queue: str, consumer: str) -> None:
         self._call("DELETE", f"/v1/vq/{_path_part(queue)}/consumers/{_path_part(consumer)}")
 
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    def _connect(self, timeout: float) -> http.client.HTTPConnection:
+        parsed = urllib.parse.urlsplit(self.url)
+        if parsed.scheme == "https":
+            return http.client.HTTPSConnection(
+                parsed.hostname or "", parsed.port, timeout=timeout, context=ssl.create_default_context()
+            )
+        return http.client.HTTPConnection(parsed.hostname or "", parsed.port, timeout=timeout)
+
     def _call(
         self, method: str, path: str, query: dict[str, Any] | None = None, body: bytes | None = None,
         headers: dict[str, str] | None = None, wait_s: float = 0.0,
     ) -> Any:  # fmt: skip
-        url = self.url + path
+        target = self._prefix + path
         params = [(k, str(v)) for k, v in (query or {}).items() if v is not None]
         if params:
-            url += "?" + urllib.parse.urlencode(params)
-        request = urllib.request.Request(url, data=body, method=method, headers={**self.headers, **(headers or {})})
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S + wait_s) as response:
-                raw = response.read()
-        except urllib.error.HTTPError as error:
-            raise _refusal(error.code, error.read()) from None
-        except (urllib.error.URLError, OSError, http.client.HTTPException) as error:
-            reason = getattr(error, "reason", error)
-            raise GatewayUnreachable(f"{reason} ({self.url})") from None
+            target += "?" + urllib.parse.urlencode(params)
+        status, raw = self._exchange(method, target, body, {**self.headers, **(headers or {})}, TIMEOUT_S + wait_s)
+        if status >= 400:
+            raise _refusal(status, raw)
         try:
             return json.loads(raw) if raw else None
         except ValueError:
-            raise GatewayError(response.status, response.status, f"the answer is not JSON ({self.url})") from None
+            raise GatewayError(status, status, f"the answer is not JSON ({self.url})") from None
+
+    def _exchange(
+        self, method: str, target: str, body: bytes | None, headers: dict[str, str], timeout: float
+    ) -> tuple[int, bytes]:
+        """One request and its answer. A kept-alive connection the gateway closed while idle (it reads no
+        request on it, so nothing was done) is opened again once; any other failure is final."""
+        reused = self._connection is not None
+        for attempt in range(2):
+            if self._connection is None:
+                self._connection = self._connect(timeout)
+            connection = self._connection
+            connection.timeout = timeout
+            if connection.sock is not None:
+                connection.sock.settimeout(timeout)
+            try:
+                connection.request(method, target, body=body, headers=headers)
+                response = connection.getresponse()
+                raw = response.read()
+            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError) as error:
+                self.close()
+                if reused and attempt == 0:
+                    continue
+                raise GatewayUnreachable(f"{error} ({self.url})") from None
+            except (OSError, http.client.HTTPException) as error:
+                self.close()
+                raise GatewayUnreachable(f"{getattr(error, 'reason', None) or error} ({self.url})") from None
+            if response.will_close:
+                self.close()
+            return response.status, raw
+        raise AssertionError("unreachable")
 
 
 def _refusal(status: int, raw: bytes) -> GatewayError:

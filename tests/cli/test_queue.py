@@ -191,7 +191,7 @@ def test_unreachable_gateway_exits_3_and_bad_usage_exits_2(cli: QueueCli) -> Non
 
 
 def test_the_command_loads_no_broker_nor_kafka_client_code() -> None:
-    """`kbroker queue` runs on urllib: neither asyncio nor aiohttp, the broker's modules nor the Kafka client."""
+    """`kbroker queue` runs on http.client: neither asyncio nor aiohttp, the broker's modules nor the Kafka client."""
     probe = (
         "import sys\nfrom kbroker.cli import build_parser\n"
         "args = build_parser().parse_args(sys.argv[1:])\nimport kbroker.client.vq\n"
