@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from kbroker.context import RequestContext
+from kbroker.group import group_runtime
+from kbroker.group.state import GroupState
 from kbroker.share.partition import AcknowledgementBatch
 
 LEADER_EPOCH = 0
@@ -17,6 +19,16 @@ def topic_names_by_id(ctx: RequestContext) -> dict[bytes, str]:
 def topic_id(ctx: RequestContext, name: str) -> bytes | None:
     metadata = ctx.broker.logs.topic(name)
     return None if metadata is None else metadata.topic_id.bytes
+
+
+def is_classic_or_consumer_group(ctx: RequestContext, group_id: str) -> bool:
+    """Group ids are one namespace for every group type: this id is a live classic or consumer group's."""
+    group = group_runtime(ctx.broker).groups.get(group_id)
+    return group is not None and group.state is not GroupState.DEAD
+
+
+def not_a_share_group(group_id: str) -> str:
+    return f"Group {group_id} is not a share group."
 
 
 def ack_batches(partition: dict[str, Any]) -> list[AcknowledgementBatch]:

@@ -30,11 +30,14 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         if not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, group_id):
             groups.append({**_not_found(group_id, ""), "error_code": int(ErrorCode.GROUP_AUTHORIZATION_FAILED)})
             groups[-1]["error_message"] = None
+        elif not group_id:
+            groups.append({**_not_found(group_id, ""), "error_code": int(ErrorCode.INVALID_GROUP_ID)})
+            groups[-1]["error_message"] = None
         elif (owner := runtime.coordinator_error(group_id)) is not ErrorCode.NONE:  # another broker's (cluster)
             groups.append({**_not_found(group_id, ""), "error_code": int(owner), "error_message": None})
-        elif holder is None:
+        elif holder is None and not _is_share_group(ctx, group_id):
             groups.append(_not_found(group_id, f"Group {group_id} not found."))
-        elif holder.consumer is None:
+        elif holder is None or holder.consumer is None:
             groups.append(_not_found(group_id, f"Group {group_id} is not a consumer group."))
         else:
             groups.append(_authorized(ctx, request, _describe(ctx, group_id, holder.consumer)))
@@ -58,14 +61,19 @@ def _authorized(ctx: RequestContext, request: dict[str, Any], described: dict[st
     return described
 
 
+def _is_share_group(ctx: RequestContext, group_id: str) -> bool:
+    shares = ctx.broker.shares  # not started for this: no share coordinator means no share group
+    return shares is not None and group_id in shares.coordinator.groups
+
+
 def _not_found(group_id: str, message: str) -> dict[str, Any]:
     return {
         "error_code": int(ErrorCode.GROUP_ID_NOT_FOUND),
         "error_message": message,
         "group_id": group_id,
-        "group_state": "Dead",
-        "group_epoch": -1,
-        "assignment_epoch": -1,
+        "group_state": "",  # the fields' defaults, as Kafka answers a group in error
+        "group_epoch": 0,
+        "assignment_epoch": 0,
         "assignor_name": "",
         "members": [],
         "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,

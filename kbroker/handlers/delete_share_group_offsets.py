@@ -1,6 +1,6 @@
 """DeleteShareGroupOffsets (92), version 0: an empty share group forgets its state for whole topics.
 
-Members present: NON_EMPTY_GROUP; unknown group: GROUP_ID_NOT_FOUND; a topic the group has no state
+Members present: NON_EMPTY_GROUP; unknown group, or a classic or consumer group's id: GROUP_ID_NOT_FOUND; a topic the group has no state
 for: UNKNOWN_TOPIC_OR_PARTITION. Tombstones are durable before the answer.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
-from kbroker.handlers._share import topic_id
+from kbroker.handlers._share import is_classic_or_consumer_group, not_a_share_group, topic_id
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
 from kbroker.share import share_runtime
@@ -25,6 +25,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     runtime = share_runtime(ctx.broker)
     group_id = request["group_id"]
     ctx.require(AclOperation.DELETE, ResourceType.GROUP, group_id)
+    if is_classic_or_consumer_group(ctx, group_id):
+        return _top_level(ErrorCode.GROUP_ID_NOT_FOUND, not_a_share_group(group_id))
     group = runtime.coordinator.groups.get(group_id)
     if group is None:
         return _top_level(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {group_id} not found.")
@@ -45,7 +47,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                 "topic_name": name,
                 "topic_id": topic_id(ctx, name) or ZERO_UUID,
                 "error_code": int(code),
-                "error_message": None,
+                "error_message": code.message if code is not ErrorCode.NONE else None,
             }
         )
     try:

@@ -1,6 +1,7 @@
 """ShareGroupDescribe (77), version 1: epochs, members and assignments of share groups.
 
-An unknown group (or a classic group's id) gets GROUP_ID_NOT_FOUND, as Kafka answers.
+As Kafka answers: an unknown group, or a classic or consumer group's id, gets GROUP_ID_NOT_FOUND; an empty
+id INVALID_GROUP_ID; a group in error has the fields' defaults (state "", epochs 0).
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
-from kbroker.handlers._share import topic_id
+from kbroker.handlers._share import is_classic_or_consumer_group, not_a_share_group, topic_id
 from kbroker.handlers.registry import handles
 from kbroker.share import share_runtime
 from kbroker.share.group import ASSIGNOR, Assignment, ShareGroup
@@ -29,6 +30,11 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             denied.update(error_code=int(ErrorCode.GROUP_AUTHORIZATION_FAILED), error_message=None)
             groups.append(denied)
             continue
+        if not group_id:
+            described = _describe(ctx, group_id, None)
+            described.update(error_code=int(ErrorCode.INVALID_GROUP_ID), error_message=None)
+            groups.append(described)
+            continue
         described = _describe(ctx, group_id, runtime.coordinator.groups.get(group_id))
         if request["include_authorized_operations"] and described["error_code"] == 0:
             described["authorized_operations"] = ctx.authorized_operations(ResourceType.GROUP, group_id)
@@ -41,16 +47,17 @@ def _describe(ctx: RequestContext, group_id: str, group: ShareGroup | None) -> d
         "error_code": 0,
         "error_message": None,
         "group_id": group_id,
-        "group_state": "Dead",
-        "group_epoch": -1,
-        "assignment_epoch": -1,
+        "group_state": "",
+        "group_epoch": 0,
+        "assignment_epoch": 0,
         "assignor_name": "",
         "members": [],
         "authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
     }
     if group is None:
         described["error_code"] = int(ErrorCode.GROUP_ID_NOT_FOUND)
-        described["error_message"] = f"Group {group_id} not found."
+        other = is_classic_or_consumer_group(ctx, group_id)
+        described["error_message"] = not_a_share_group(group_id) if other else f"Group {group_id} not found."
         return described
     described.update(
         group_state=group.state,

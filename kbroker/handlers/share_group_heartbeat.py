@@ -6,9 +6,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
-from kbroker.group import group_runtime
-from kbroker.group.state import GroupState
-from kbroker.handlers._share import topic_id
+from kbroker.handlers._share import is_classic_or_consumer_group, not_a_share_group, topic_id
 from kbroker.handlers.registry import handles
 from kbroker.share import share_runtime
 from kbroker.share.coordinator import HeartbeatRequest
@@ -25,9 +23,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         return _error(
             ErrorCode.TOPIC_AUTHORIZATION_FAILED, "The client is not authorized to describe every subscribed topic."
         )
-    classic = group_runtime(ctx.broker).groups.get(request["group_id"])
-    if classic is not None and classic.state is not GroupState.DEAD:  # one namespace for every group type
-        return _error(ErrorCode.GROUP_ID_NOT_FOUND, f"Group {request['group_id']} is not a share group.")
+    if is_classic_or_consumer_group(ctx, request["group_id"]):
+        return _error(ErrorCode.GROUP_ID_NOT_FOUND, not_a_share_group(request["group_id"]))
     topics = request["subscribed_topic_names"]
     result = runtime.heartbeat(
         HeartbeatRequest(
