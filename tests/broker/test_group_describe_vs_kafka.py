@@ -98,6 +98,13 @@ def _answers(bootstrap: str) -> dict[str, Any]:
         body = {"group_ids": [*asked[:3], ids["share"]], "include_authorized_operations": False}
         for group in raw.call(ApiKey.CONSUMER_GROUP_DESCRIBE, 1, body)["groups"]:
             answers[f"ConsumerGroupDescribe {roles.get(group['group_id'], group['group_id'])}"] = _named(group, ids)
+        body = {"groups": [ids[role] for role in ("unknown", "empty", "consumer", "share")],
+                "include_authorized_operations": False}  # fmt: skip
+        for group in raw.call(ApiKey.DESCRIBE_GROUPS, 5, body)["groups"]:
+            answers[f"DescribeGroups {roles.get(group['group_id'], group['group_id'])}"] = _named(group, ids)
+        body = {"groups_names": [ids[role] for role in ("unknown", "empty", "classic", "consumer", "share")]}
+        for result in raw.call(ApiKey.DELETE_GROUPS, 2, body)["results"]:
+            answers[f"DeleteGroups {roles.get(result['group_id'], result['group_id'])}"] = _named(result, ids)
         for role in ("unknown", "classic", "consumer"):
             topics = [{"topic_name": "t", "partitions": [{"partition_index": 0, "start_offset": 0}]}]
             altered = raw.call(ApiKey.ALTER_SHARE_GROUP_OFFSETS, 0, {"group_id": ids[role], "topics": topics})
