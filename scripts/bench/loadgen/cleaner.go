@@ -53,7 +53,7 @@ func runCleaner(ctx context.Context, o options) (summary, error) {
 
 	po := o
 	po.linger = 0
-	prod, err := kgo.NewClient(producerOpts(po)...)
+	prod, err := newClient(producerOpts(po)...)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +120,7 @@ func churn(ctx context.Context, o options, stop <-chan struct{}, failed *firstEr
 	co := o
 	co.acks = "1"
 	co.linger = 5 * time.Millisecond
-	cl, err := kgo.NewClient(producerOpts(co)...)
+	cl, err := newClient(producerOpts(co)...)
 	if err != nil {
 		failed.set(err)
 		return 0
@@ -156,7 +156,7 @@ func churnKey(seq int64, keys int) []byte { return []byte(fmt.Sprintf("k%05d", s
 // each record's key is its sequence number's key, and each key's last record read is the last written for it
 // (what compaction must keep). Returns how many records are left.
 func verifyChurn(ctx context.Context, o options, written int64) (int64, error) {
-	admin, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	admin, err := newClient(kgo.SeedBrokers(o.bootstrap))
 	if err != nil {
 		return 0, err
 	}
@@ -172,7 +172,7 @@ func verifyChurn(ctx context.Context, o options, written int64) (int64, error) {
 	if end.Offset != written {
 		return 0, fmt.Errorf("churn partition ends at offset %d, %d records were written", end.Offset, written)
 	}
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap),
+	cl, err := newClient(kgo.SeedBrokers(o.bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: {churnPartition: kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {

@@ -10,6 +10,8 @@
 //	loadgen -mode soak    -topics 20 -partitions 4 -clients 4 -groups 4 -rate 3000  (broker CPU per record)
 //	loadgen -mode s4-create / s4-check -topics 100 -partitions 100  (many partitions: create, then check after restarts)
 //
+// With -tls-ca CA.pem every connection is TLS (the broker's certificate checked against that CA).
+//
 // Every record value starts with its sequence number (8 bytes, big endian) and its send time
 // (8 bytes, Unix ns); record seq goes to partition seq % partitions, so partition p holds
 // p, p+P, p+2P, ... at offsets 0, 1, 2, ...  The verification reads every partition from the
@@ -107,7 +109,13 @@ func main() {
 	flag.IntVar(&o.groups, "groups", 4, "consumer groups reading every topic (soak)")
 	flag.IntVar(&o.createBatch, "create-batch", 10, "topics per CreateTopics request (soak, s4-create)")
 	flag.IntVar(&o.metadataRequests, "metadata-requests", 50, "Metadata requests timed (s4-check)")
+	tlsCA := flag.String("tls-ca", "", "connect with TLS, trusting these PEM CA certificates")
 	flag.Parse()
+	if *tlsCA != "" {
+		if err := useTLS(*tlsCA); err != nil {
+			die(err)
+		}
+	}
 	if o.size < 16 {
 		die(fmt.Errorf("-size must be at least 16"))
 	}
@@ -187,7 +195,7 @@ func die(err error) {
 }
 
 func createTopic(ctx context.Context, o options) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap))
+	cl, err := newClient(kgo.SeedBrokers(o.bootstrap))
 	if err != nil {
 		return err
 	}
@@ -237,7 +245,7 @@ func value(slab []byte, seq int64, now int64) []byte {
 }
 
 func runBatch(ctx context.Context, o options) (result, []int64, error) {
-	cl, err := kgo.NewClient(producerOpts(o)...)
+	cl, err := newClient(producerOpts(o)...)
 	if err != nil {
 		return result{}, nil, err
 	}
@@ -300,7 +308,7 @@ func runSingle(ctx context.Context, o options) (result, []int64, error) {
 	deadline := start.Add(o.duration)
 	for c := 0; c < o.clients; c++ {
 		go func(p int) {
-			cl, err := kgo.NewClient(producerOpts(so)...)
+			cl, err := newClient(producerOpts(so)...)
 			if err != nil {
 				errs <- err
 				return

@@ -82,7 +82,7 @@ func window(samples []sample, from, to time.Time) []float64 {
 }
 
 func newTail(o options, partition int) (*tail, error) {
-	cl, err := kgo.NewClient(
+	cl, err := newClient(
 		kgo.SeedBrokers(o.bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: {int32(partition): kgo.NewOffset().AtStart()}}),
 		kgo.FetchMaxWait(500*time.Millisecond),
@@ -183,7 +183,7 @@ func runMany(ctx context.Context, o options) (summary, error) {
 		producers.Add(1)
 		go func(p int) {
 			defer producers.Done()
-			cl, err := kgo.NewClient(producerOpts(so)...)
+			cl, err := newClient(producerOpts(so)...)
 			if err != nil {
 				failed.set(err)
 				return

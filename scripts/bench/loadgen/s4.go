@@ -21,7 +21,7 @@ func runS4Create(ctx context.Context, o options) (summary, error) {
 	created := sinceMs(start)
 	po := o
 	po.acks = "all"
-	cl, err := kgo.NewClient(append(producerOpts(po), kgo.RecordDeliveryTimeout(20*time.Minute))...)
+	cl, err := newClient(append(producerOpts(po), kgo.RecordDeliveryTimeout(20*time.Minute))...)
 	if err != nil {
 		return nil, err
 	}
@@ -51,7 +51,7 @@ func runS4Create(ctx context.Context, o options) (summary, error) {
 // did), then sends o.metadataRequests Metadata requests for all topics one after another (their latency),
 // then reads every partition's record back and checks it (unless -verify=false).
 func runS4Check(ctx context.Context, o options) (summary, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestTimeoutOverhead(time.Minute))
+	cl, err := newClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestTimeoutOverhead(time.Minute))
 	if err != nil {
 		return nil, err
 	}
@@ -114,7 +114,7 @@ func runS4Check(ctx context.Context, o options) (summary, error) {
 	s := summary{"mode": "s4-check", "ready_unix_ms": readyAt.UnixMilli(), "partitions": want, "verified": false}
 	addPercentiles(s, "metadata", latencies)
 	if o.verify {
-		consumer, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topics...),
+		consumer, err := newClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumeTopics(topics...),
 			kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
 			return nil, err

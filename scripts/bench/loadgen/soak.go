@@ -21,7 +21,7 @@ func soakTopics(o options) []string {
 
 // createTopics creates o.topics topics of o.partitions partitions, o.createBatch topics per request.
 func createTopics(ctx context.Context, o options, configs map[string]*string) error {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestTimeoutOverhead(2*time.Minute))
+	cl, err := newClient(kgo.SeedBrokers(o.bootstrap), kgo.RequestTimeoutOverhead(2*time.Minute))
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func runSoak(ctx context.Context, o options) (summary, error) {
 	var failed firstError
 	var consumers sync.WaitGroup
 	for g := 0; g < o.groups; g++ {
-		cl, err := kgo.NewClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumerGroup(fmt.Sprintf("%s-group-%d", o.topic, g)),
+		cl, err := newClient(kgo.SeedBrokers(o.bootstrap), kgo.ConsumerGroup(fmt.Sprintf("%s-group-%d", o.topic, g)),
 			kgo.ConsumeTopics(topics...), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 			kgo.FetchMaxWait(500*time.Millisecond))
 		if err != nil {
@@ -136,7 +136,7 @@ func runSoak(ctx context.Context, o options) (summary, error) {
 		producers.Add(1)
 		go func(c int) {
 			defer producers.Done()
-			cl, err := kgo.NewClient(producerOpts(o)...)
+			cl, err := newClient(producerOpts(o)...)
 			if err != nil {
 				failed.set(err)
 				return

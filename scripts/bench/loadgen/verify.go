@@ -49,7 +49,7 @@ func consumerClient(o options) (*kgo.Client, error) {
 	for p := 0; p < o.partitions; p++ {
 		offsets[int32(p)] = kgo.NewOffset().AtStart()
 	}
-	return kgo.NewClient(
+	return newClient(
 		kgo.SeedBrokers(o.bootstrap),
 		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{o.topic: offsets}),
 		kgo.FetchMaxWait(500*time.Millisecond),
@@ -141,7 +141,7 @@ func runLatency(ctx context.Context, o options) (result, []int64, error) {
 	}
 	defer cons.Close()
 	po := producerOpts(o)
-	prod, err := kgo.NewClient(po...)
+	prod, err := newClient(po...)
 	if err != nil {
 		return result{}, nil, err
 	}
