@@ -21,7 +21,9 @@ import statistics
 import sys
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
+from typing import NoReturn
 
 from brokers import REPO, Broker, Kafka, KBroker, environment_note, install_kbroker
 from scenarios import CL_DESCRIPTION, S4_DESCRIPTION, cleaner_latency, many_partitions
@@ -332,9 +334,14 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-if __name__ == "__main__":
+def run(entry: Callable[[], int]) -> NoReturn:
+    """A benchmark's entry point: its exit status, or 1 with the reason when a load fails its checks."""
     try:
-        sys.exit(main())
+        sys.exit(entry())
     except RuntimeError as error:
         print(f"BENCHMARK FAILED: {error}", file=sys.stderr)
         sys.exit(1)
+
+
+if __name__ == "__main__":
+    run(main)

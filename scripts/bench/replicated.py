@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
-from bench import load_average, note, summarise, table  # noqa: E402
+from bench import load_average, note, run, summarise, table  # noqa: E402
 from brokers import KAFKA_JVM_OPTS, environment_note  # noqa: E402
 from workloads import LOADGEN, Figure, build_loadgen, scale_args  # noqa: E402
 
@@ -134,8 +134,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except RuntimeError as error:
-        print(f"BENCHMARK FAILED: {error}", file=sys.stderr)
-        sys.exit(1)
+    run(main)

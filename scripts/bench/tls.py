@@ -30,7 +30,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
-from bench import load_average, note, summarise, table  # noqa: E402
+from bench import load_average, note, run, summarise, table  # noqa: E402
 from brokers import Broker, Kafka, KBroker, environment_note, install_kbroker  # noqa: E402
 from workloads import Figure, Workload, build_loadgen, run_workload  # noqa: E402
 
@@ -181,8 +181,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except RuntimeError as error:
-        print(f"BENCHMARK FAILED: {error}", file=sys.stderr)
-        sys.exit(1)
+    run(main)
