@@ -25,6 +25,7 @@ from kbroker.cluster.znodes import TopicAssignment
 from kbroker.context import RequestContext
 from kbroker.handlers._topic_admin import (
     CLUSTER_METADATA_TOPIC,
+    NO_MESSAGE,
     ZERO_UUID,
     check_topic_configs,
     check_topic_name,
@@ -196,7 +197,7 @@ async def add_partitions_in_cluster(
             except NotControllerError:
                 raise fail(ErrorCode.NOT_CONTROLLER, f"Broker {cluster.node_id} is not the controller.") from None
             except NoNodeError:
-                raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None) from None
+                raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_MESSAGE) from None
             except InvalidPartitionCount as exc:
                 raise fail(ErrorCode.INVALID_PARTITIONS, str(exc)) from None
             except InvalidReplicaAssignment as exc:

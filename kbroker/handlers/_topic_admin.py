@@ -50,6 +50,9 @@ def resource_type_name(code: int) -> str:
         return str(code)
 
 
+NO_MESSAGE = ""  # where Kafka answers an error without a message (null, or "" where the field is not nullable)
+
+
 def fail(code: ErrorCode, message: str | None = None) -> KafkaProtocolError:
     return KafkaProtocolError(code, message)
 

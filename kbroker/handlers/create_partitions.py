@@ -15,7 +15,7 @@ from typing import Any
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._quota import THROTTLED_MESSAGE, mutation_refused
-from kbroker.handlers._topic_admin import MAX_PARTITIONS_PER_REQUEST, fail
+from kbroker.handlers._topic_admin import MAX_PARTITIONS_PER_REQUEST, NO_MESSAGE, fail
 from kbroker.handlers.create_topics import check_replicas
 from kbroker.handlers.registry import handles
 from kbroker.log import InvalidConfigError, KafkaStorageError, UnknownTopicOrPartitionError
@@ -71,7 +71,7 @@ def _check(ctx: RequestContext, topic: dict[str, Any]) -> None:
     name, count, assignments = topic["name"], topic["count"], topic["assignments"]
     metadata = ctx.broker.logs.topic(name)
     if metadata is None:
-        raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_MESSAGE)
     current = metadata.partitions
     if count == current:
         raise fail(ErrorCode.INVALID_PARTITIONS, f"Topic already has {current} partition(s).")
@@ -96,7 +96,7 @@ def _apply(ctx: RequestContext, name: str, count: int) -> KafkaProtocolError | N
     try:
         ctx.broker.logs.create_partitions(name, count)
     except UnknownTopicOrPartitionError:
-        return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)
+        return fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_MESSAGE)
     except InvalidConfigError as exc:
         return fail(ErrorCode.INVALID_PARTITIONS, str(exc))
     except (KafkaStorageError, OSError) as exc:
@@ -109,7 +109,7 @@ def _apply(ctx: RequestContext, name: str, count: int) -> KafkaProtocolError | N
 def _result(name: str, error: KafkaProtocolError | None) -> dict[str, Any]:
     if error is None:
         return {"name": name, "error_code": 0, "error_message": None}
-    return {"name": name, "error_code": int(error.code), "error_message": error.message}
+    return {"name": name, "error_code": int(error.code), "error_message": error.message or None}
 
 
 def _response(results: list[dict[str, Any]]) -> dict[str, Any]:

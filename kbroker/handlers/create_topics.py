@@ -5,7 +5,8 @@ Checks follow Kafka's controller, in its order: duplicate names in the request, 
 replication factor and partition count. kbroker is one node, so the only replication factor it
 can satisfy is 1 (-1 means default.replication.factor). v5+ answers with the partition count,
 replication factor and every config of the topic with its source; v7 adds the topic id.
-validate_only runs every check and creates nothing (the topic id is then the zero UUID).
+validate_only runs every check and creates nothing (the answer carries a topic id all the same, a random one
+that names nothing, as Kafka's does).
 In cluster mode (zookeeper.connect) the controller creates topics: _cluster_topics.py.
 """
 
@@ -183,8 +184,8 @@ def _create(ctx: RequestContext, plan: TopicPlan, validate_only: bool) -> dict[s
     if mutation_refused(ctx, plan.partitions, strict_since=6):
         return _error_result(plan.name, fail(ErrorCode.THROTTLING_QUOTA_EXCEEDED, THROTTLED_MESSAGE))
     if validate_only:
-        metadata = TopicMetadata(plan.name, uuid.UUID(bytes=ZERO_UUID), plan.partitions, plan.configs)
-        return _success_result(ctx, metadata, topic_id=ZERO_UUID)
+        metadata = TopicMetadata(plan.name, uuid.uuid4(), plan.partitions, plan.configs)
+        return _success_result(ctx, metadata, topic_id=metadata.topic_id.bytes)
     try:
         metadata = ctx.broker.logs.create_topic(plan.name, plan.partitions, configs=plan.configs)
     except TopicExistsError:

@@ -20,6 +20,7 @@ from kbroker.handlers._authorize import config_denied
 from kbroker.handlers._broker_loggers import logger_entries
 from kbroker.handlers._group_configs import group_config_entries
 from kbroker.handlers._topic_admin import (
+    NO_MESSAGE,
     ResourceType,
     check_broker_name,
     check_topic_name,
@@ -50,7 +51,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
                 raise fail(denied)
             wanted = resource["configuration_keys"] or None  # null or empty: every config
             entries = _entries(ctx, resource["resource_type"], resource["resource_name"], wanted)
-            result.update(error_code=0, error_message=None)
+            result.update(error_code=0, error_message="")  # as Kafka answers
             result["configs"] = [_config(e, synonyms, documentation) for e in entries]
         except KafkaProtocolError as exc:
             result.update(error_code=int(exc.code), error_message=exc.message, configs=[])
@@ -64,7 +65,7 @@ def _entries(ctx: RequestContext, resource_type: int, name: str, wanted: list[st
         check_topic_name(name)
         metadata = broker.logs.topic(name)
         if metadata is None:
-            raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+            raise fail(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, NO_MESSAGE)
         entries = topic_config_entries(broker, metadata)
         return entries if wanted is None else [e for e in entries if e.name in wanted]
     if resource_type == ResourceType.BROKER:
