@@ -53,7 +53,7 @@ class GroupOffsets:
         Transactional commits (TxnOffsetCommit) are checked as Kafka does: member and generation
         when given (KIP-447), but neither REBALANCE_IN_PROGRESS nor "members only" for anonymous ones.
         """
-        if not group_id:
+        if not group_id and transactional:  # OffsetCommit takes the empty group id, as Kafka's (old clients)
             return E.INVALID_GROUP_ID
         group = self.groups.get(group_id)
         if group is None:

@@ -142,7 +142,7 @@ def read_partitions(ctx: RequestContext, request: dict[str, Any]) -> tuple[dict[
             elif log is None:
                 code = missing_log_error(ctx, name, index)
             if code is not None:
-                partitions.append(_error(index, code))
+                partitions.append(_error(index, code, aborted=[] if code in _REFUSED_BEFORE_READ else None))
                 failed = True
                 continue
             assert log is not None
@@ -258,14 +258,21 @@ def _next_offset(result: LogReadResult, bound: int) -> int:
     return bound
 
 
-def _error(index: int, code: ErrorCode) -> dict[str, Any]:
+# Kafka answers these before it reads (unknown or unauthorized partitions) with an empty list of aborted
+# transactions; the errors of a read (leadership, offsets) with none
+_REFUSED_BEFORE_READ = frozenset(
+    {ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_TOPIC_ID}
+)
+
+
+def _error(index: int, code: ErrorCode, aborted: list[dict[str, int]] | None = None) -> dict[str, Any]:
     return {
         "partition_index": index,
         "error_code": int(code),
         "high_watermark": -1,
         "last_stable_offset": -1,
         "log_start_offset": -1,
-        "aborted_transactions": None,
+        "aborted_transactions": aborted,
         "preferred_read_replica": -1,
         "records": b"",
     }

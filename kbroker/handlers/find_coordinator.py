@@ -19,6 +19,7 @@ from protocol.errors import ErrorCode, KafkaProtocolError
 
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
+SHARE_KEY_TYPE = 2  # share-state partitions: asked by brokers, refused to clients as Kafka refuses them
 
 
 @handles(ApiKey.FIND_COORDINATOR, "0-4")
@@ -32,6 +33,8 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 
 def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]:
     """Every group and transactional id, even an empty one (as Kafka answers), has a coordinator."""
+    if key_type == SHARE_KEY_TYPE:
+        return _error(ErrorCode.INVALID_REQUEST, "")
     if key_type not in (GROUP_KEY_TYPE, TRANSACTION_KEY_TYPE):
         return _error(ErrorCode.INVALID_REQUEST, f"unknown coordinator key type {key_type}")
     if key_type == GROUP_KEY_TYPE and not ctx.authorize(AclOperation.DESCRIBE, ResourceType.GROUP, key or ""):
@@ -56,7 +59,7 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]
             return _error(found.error, found.message or found.error.message)
         return {
             "error_code": 0,
-            "error_message": None,
+            "error_message": _no_error(ctx),
             "node_id": found.node_id,
             "host": found.host,
             "port": found.port,
@@ -64,11 +67,16 @@ def _find(ctx: RequestContext, key_type: int, key: str | None) -> dict[str, Any]
     address = broker.advertised_for(ctx.listener)
     return {
         "error_code": 0,
-        "error_message": None,
+        "error_message": _no_error(ctx),
         "node_id": broker.node_id,
         "host": address.host,
         "port": address.port,
     }
+
+
+def _no_error(ctx: RequestContext) -> str:
+    """The message of a found coordinator, as Kafka words it: the error's name before v4, empty from v4."""
+    return "NONE" if ctx.api_version < 4 else ""
 
 
 def _error(code: ErrorCode, message: str) -> dict[str, Any]:

@@ -39,6 +39,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     transactional_id = request["transactional_id"]
     if transactional_id == "":
         return _response(ErrorCode.INVALID_REQUEST)
+    if (request["producer_id"] == NO_PRODUCER_ID) != (request["producer_epoch"] == NO_PRODUCER_EPOCH):
+        return _response(ErrorCode.INVALID_REQUEST)  # Kafka: both or neither, with a transactional id or not
     if transactional_id is not None:
         ctx.require(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id)
         return await _transactional(ctx, request, transactional_id)
@@ -56,8 +58,6 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
 
 async def _transactional(ctx: RequestContext, request: dict[str, Any], transactional_id: str) -> dict[str, Any]:
     producer_id, epoch = request["producer_id"], request["producer_epoch"]
-    if (producer_id == NO_PRODUCER_ID) != (epoch == NO_PRODUCER_EPOCH):
-        return _response(ErrorCode.INVALID_REQUEST)  # Kafka: both or neither
     expected = None if producer_id == NO_PRODUCER_ID else (producer_id, epoch)
     from kbroker.txn.runtime import transaction_coordinator  # transactional producers only
 

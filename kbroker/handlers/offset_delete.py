@@ -18,6 +18,9 @@ from protocol.errors import ErrorCode
 
 @handles(ApiKey.OFFSET_DELETE, "0")
 async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
+    if not request["group_id"]:  # unlike OffsetCommit, Kafka refuses the empty group id here
+        ctx.require(AclOperation.DELETE, ResourceType.GROUP, "")
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.INVALID_GROUP_ID), "topics": []}
     runtime = group_runtime(ctx.broker, request["group_id"] or "")
     ctx.require(AclOperation.DELETE, ResourceType.GROUP, request["group_id"] or "")
     errors: dict[tuple[str, int], ErrorCode] = {}

@@ -125,7 +125,7 @@ def _transactional_partitions(
         for partition in topic["partition_data"]:
             records = partition["records"]
             if records is None or len(records) < HEADER_SIZE or records[16] != 2:
-                continue  # check_batch refuses it later
+                continue  # check_produce_data refuses it later
             batch = RecordBatch(records)
             if batch.is_transactional and ctx.broker.logs.get_partition(topic["name"], partition["index"]):
                 found = found or (batch.producer_id, batch.producer_epoch)
@@ -217,7 +217,7 @@ def _produce(
         results = []
         for partition in partitions:
             if acks not in (-1, 0, 1):
-                result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, "acks must be -1, 0 or 1")
+                result = _error(partition["index"], ErrorCode.INVALID_REQUIRED_ACKS, None, None)  # as Kafka
             elif name in denied:
                 result = _error(partition["index"], denied[name], None, None)
             elif (name, partition["index"]) in refused_by_coordinator:
@@ -263,6 +263,11 @@ def _produce_partition(
     log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
+    try:
+        check_produce_data(partition["records"], ctx.api_version)
+    except PartitionError as error:  # Kafka refuses these before the append: no message, no log start offset
+        refused.append(f"{topic}-{index}: {error.code.name}: {error.message}")
+        return _error(index, error.code, None, None)
     epoch = leader_epoch(ctx, topic, index)
     if epoch is None:  # cluster mode: another broker leads this partition
         return _error(index, ErrorCode.NOT_LEADER_OR_FOLLOWER, log, None)
@@ -306,8 +311,9 @@ def _produce_partition(
     return result
 
 
-def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBatch:
-    """The one record batch of a partition's produce data, validated as Kafka's leader does."""
+def check_produce_data(records: Any, version: int) -> None:
+    """What Kafka checks of a partition's produce data before it appends (ProduceRequest's validation): one
+    complete record batch of magic 2, zstd only from v7. A refusal has neither message nor log start offset."""
     size = 0 if records is None else len(records)
     if size < LOG_OVERHEAD or _LENGTH.unpack_from(records, 8)[0] + LOG_OVERHEAD > size:
         raise PartitionError(
@@ -318,12 +324,18 @@ def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBat
     if records[16] != 2:
         raise PartitionError(ErrorCode.INVALID_RECORD, f"record batch magic {records[16]}: only magic 2 is accepted")
     batch = RecordBatch(records)
+    if batch.compression == ZSTD and version < FIRST_ZSTD_VERSION:
+        raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
+    _check_single_batch(records, batch.size)
+
+
+def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBatch:
+    """The one record batch of a partition's produce data (check_produce_data passed), validated as Kafka's
+    leader does."""
+    batch = RecordBatch(records)
     codec = batch.compression
     if codec > MAX_CODEC:  # Kafka fails on it with an unexpected exception
         raise PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression codec {codec}")
-    if codec == ZSTD and version < FIRST_ZSTD_VERSION:
-        raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
-    _check_single_batch(records, batch.size)
     if batch.base_offset != 0:
         raise PartitionError(ErrorCode.INVALID_RECORD, f"the batch's base offset must be 0, not {batch.base_offset}")
     if batch.size > max_message_bytes:

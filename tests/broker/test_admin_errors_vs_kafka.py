@@ -1,17 +1,8 @@
-"""Topic and config admin requests that Kafka refuses (bad names, counts, configs, unknown topics), sent to a
-fresh kbroker and a fresh Apache Kafka 4.3.1 in the same order over the raw protocol, and their answers
-compared field for field.
-
-Normalised before the comparison: a non-zero topic id is `<id>`, the broker's node id `<node>`, an error
-message is `<message>` (each broker words its messages itself; whether there is one is compared), kbroker's
-own topic configs (`kbroker.*`) are left out, two documented default differences are masked (DOCUMENTED),
-and ListOffsets' topics are sorted by name.
-"""
+"""Topic and config admin requests at the edge (bad names, counts, configs, unknown topics), answered by a fresh
+kbroker and a fresh Apache Kafka 4.3.1 and compared field for field (tests/broker/side_by_side.py)."""
 
 from __future__ import annotations
 
-import shutil
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,15 +11,13 @@ from typing import Any
 import pytest
 
 from protocol.api_keys import ApiKey
-from tests.process import BrokerProcess, RawClient
+from tests.broker import side_by_side
+from tests.broker.side_by_side import ZERO_UUID, Request, Step
 
 pytestmark = pytest.mark.timeout(300)
 
-ZERO_UUID = b"\0" * 16
 TOPIC, BROKER = 2, 4  # config resource types
 SET, DELETE, APPEND = 0, 1, 2  # IncrementalAlterConfigs operations
-
-Request = tuple[str, ApiKey, int, Callable[[int], dict[str, Any]]]  # label, API, version, body(node id)
 
 
 def _create(*topics: dict[str, Any], validate_only: bool = False) -> Callable[[int], dict[str, Any]]:
@@ -63,8 +52,9 @@ def _describe(resource_type: int, name: str | None, keys: list[str] | None) -> A
     return body
 
 
-REQUESTS: list[Request] = [
+REQUESTS: list[Request | Step] = [
     ("create", ApiKey.CREATE_TOPICS, 7, _create({"name": "orders", "num_partitions": 3})),
+    lambda raw: side_by_side.wait_for_leaders(raw, "orders", 3),
     ("create again", ApiKey.CREATE_TOPICS, 7, _create({"name": "orders", "num_partitions": 3})),
     ("create empty name", ApiKey.CREATE_TOPICS, 7, _create({"name": ""})),
     ("create bad chars", ApiKey.CREATE_TOPICS, 7, _create({"name": "bad/name"})),
@@ -125,104 +115,29 @@ REQUESTS: list[Request] = [
 ]  # fmt: skip
 
 
-def _normalised(value: Any, node: int) -> Any:
-    if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            if key == "error_message" or key == "message":
-                result[key] = "<message>" if item else item
-            elif key == "topic_id" and item != ZERO_UUID:
-                result[key] = "<id>"
-            elif key in ("node_id", "leader_id", "controller_id") and item == node:
-                result[key] = "<node>"
-            elif key == "resource_name" and item == str(node):
-                result[key] = "<node>"
-            elif key in ("brokers", "cluster_id", "throttle_time_ms"):
-                continue  # the nodes' addresses and ids are each broker's own
-            elif key == "configs" and isinstance(item, list):  # kbroker's own topic configs are its extension
-                result[key] = [_config(c, node) for c in item if not str(c.get("name")).startswith("kbroker.")]
-            else:
-                result[key] = _normalised(item, node)
-        return result
-    if isinstance(value, list):
-        return [_normalised(item, node) for item in value]
-    if isinstance(value, (bytes, bytearray, memoryview)):
-        return bytes(value)
-    return value
-
-
 # Differences docs/compatibility.md explains: kbroker keeps data two weeks by default (Kafka one); Kafka 4.3
 # writes min.insync.replicas as a cluster-wide dynamic default when it enables eligible leader replicas.
 DOCUMENTED = {"retention.ms": "value", "min.insync.replicas": "config_source"}
 
 
-def _config(entry: dict[str, Any], node: int) -> dict[str, Any]:
-    normalised = _normalised(entry, node)
-    if entry.get("name") in DOCUMENTED:
-        normalised[DOCUMENTED[entry["name"]]] = "<documented>"
-    return dict(normalised)
-
-
-def _answers(bootstrap: str) -> dict[str, Any]:
-    with RawClient(bootstrap) as raw:
-        node = raw.call(ApiKey.METADATA, 12, {"topics": [], "allow_auto_topic_creation": False,
-                                               "include_topic_authorized_operations": False})["brokers"][0]["node_id"]  # fmt: skip
-        answers = {}
-        for label, api, version, body in REQUESTS:
-            answers[label] = _normalised(raw.call(api, version, body(node)), node)
-            if api is ApiKey.LIST_OFFSETS:  # Kafka answers unknown topics first: clients match topics by name
-                answers[label]["topics"].sort(key=lambda topic: topic["name"])
-            if label == "create":
-                _wait_for_leaders(raw, "orders", 3)
-        return answers
-
-
-def _wait_for_leaders(raw: RawClient, topic: str, partitions: int) -> None:
-    """Until each partition answers ListOffsets: Kafka leads a new topic's partitions a moment after creating it."""
-    deadline = time.monotonic() + 30
-    while True:
-        body = {"replica_id": -1, "isolation_level": 0,
-                "topics": [{"name": topic, "partitions": [{"partition_index": p, "timestamp": -1}
-                                                          for p in range(partitions)]}]}  # fmt: skip
-        answer = raw.call(ApiKey.LIST_OFFSETS, 8, body)
-        if all(p["error_code"] == 0 for t in answer["topics"] for p in t["partitions"]):
-            return
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.1)
+def _adjust(label: str, answer: Any) -> Any:
+    """kbroker's own topic configs (`kbroker.*`) left out, the DOCUMENTED fields masked, ListOffsets' topics
+    sorted (Kafka answers unknown topics first; clients match topics by name)."""
+    for topic in answer.get("topics", []):
+        if "configs" in topic:
+            topic["configs"] = [c for c in topic["configs"] if not c["name"].startswith("kbroker.")]
+            for config in topic["configs"]:
+                if config["name"] in DOCUMENTED:
+                    config[DOCUMENTED[config["name"]]] = "<documented>"
+    if label.startswith("list offsets"):
+        answer["topics"].sort(key=lambda topic: topic["name"])
+    return answer
 
 
 @pytest.fixture(scope="module")
 def kafka_answers() -> Iterator[dict[str, Any]]:
-    if not shutil.which("java"):
-        pytest.skip("Apache Kafka needs java")
-    from tests.kafka_ref import KafkaRef
-
-    with KafkaRef() as kafka:
-        yield _answers(kafka.bootstrap)
+    yield from side_by_side.kafka_answers(REQUESTS, adjust=_adjust)
 
 
 def test_answers_are_kafkas(kafka_answers: dict[str, Any], tmp_path: Path) -> None:
-    broker = BrokerProcess(tmp_path).start()
-    try:
-        ours = _answers(broker.bootstrap)
-    finally:
-        broker.stop()
-    differences = {label: _differences(ours[label], kafka_answers[label]) for label, _, _, _ in REQUESTS}
-    report = "\n".join(f"{label}: {found}" for label, found in differences.items() if found)
-    assert not report, report
-
-
-def _differences(ours: Any, theirs: Any, path: str = "") -> list[str]:
-    """Where two answers differ, as `path: kbroker's value != Kafka's`."""
-    if isinstance(ours, dict) and isinstance(theirs, dict):
-        found = []
-        for key in ours.keys() | theirs.keys():
-            found += _differences(ours.get(key, "<absent>"), theirs.get(key, "<absent>"), f"{path}.{key}")
-        return found
-    if isinstance(ours, list) and isinstance(theirs, list) and len(ours) == len(theirs):
-        found = []
-        for i, (a, b) in enumerate(zip(ours, theirs, strict=True)):
-            where = a.get("name", i) if isinstance(a, dict) else i  # a config or topic by its name
-            found += _differences(a, b, f"{path}[{where}]")
-        return found
-    return [] if ours == theirs else [f"{path or '.'}: {ours!r} != {theirs!r}"]
+    side_by_side.assert_same_as_kafka(kafka_answers, tmp_path, REQUESTS, adjust=_adjust)
