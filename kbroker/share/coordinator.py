@@ -14,7 +14,6 @@ Removed members are reported so that the caller releases the records they held.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -69,14 +68,20 @@ class ShareGroupCoordinator:
     def heartbeat(self, request: HeartbeatRequest, now: int) -> HeartbeatResult:
         if not request.group_id:
             return HeartbeatResult(ErrorCode.INVALID_REQUEST, error_message="GroupId can't be empty.")
+        if not request.member_id:  # members choose their ids (KIP-1082); Kafka 4.3 answers this one without text
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST)
+        if request.member_epoch < LEAVE_EPOCH:
+            return HeartbeatResult(ErrorCode.INVALID_REQUEST, error_message="MemberEpoch is invalid.")
         if request.member_epoch == JOIN_EPOCH:
             return self._join(request, now)
         group = self.groups.get(request.group_id)
-        member = group.members.get(request.member_id) if group else None
-        if group is None or member is None:
-            if request.member_epoch == LEAVE_EPOCH:
-                return HeartbeatResult(ErrorCode.NONE, request.member_id, LEAVE_EPOCH)
-            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, error_message="unknown member")
+        if group is None:
+            found = "Group" if request.member_epoch == LEAVE_EPOCH else "Share group"  # Kafka's two wordings
+            return HeartbeatResult(ErrorCode.GROUP_ID_NOT_FOUND, error_message=f"{found} {request.group_id} not found.")
+        member = group.members.get(request.member_id)
+        if member is None:
+            message = f"Member {request.member_id} is not a member of group {request.group_id}."
+            return HeartbeatResult(ErrorCode.UNKNOWN_MEMBER_ID, error_message=message)
         if request.member_epoch == LEAVE_EPOCH:
             self._remove(group, member.member_id)
             return HeartbeatResult(ErrorCode.NONE, member.member_id, LEAVE_EPOCH)
@@ -100,7 +105,7 @@ class ShareGroupCoordinator:
         group = self.groups.get(request.group_id)
         if group is None:
             group = self.groups[request.group_id] = ShareGroup(request.group_id)
-        member_id = request.member_id or uuid.uuid4().hex
+        member_id = request.member_id
         if member_id not in group.members and len(group.members) >= self.config.max_size:  # broker-wide
             return HeartbeatResult(ErrorCode.GROUP_MAX_SIZE_REACHED, error_message="the share group is full")
         if member_id in group.members:
