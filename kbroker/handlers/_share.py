@@ -8,6 +8,7 @@ from kbroker.context import RequestContext
 from kbroker.group import group_runtime
 from kbroker.group.state import GroupState
 from kbroker.share.partition import AcknowledgementBatch
+from protocol.errors import ErrorCode
 
 LEADER_EPOCH = 0
 
@@ -38,5 +39,12 @@ def ack_batches(partition: dict[str, Any]) -> list[AcknowledgementBatch]:
     ]
 
 
+def ack_error_message(code: ErrorCode) -> str | None:
+    """The message of an acknowledgement's outcome: Kafka words the record-state refusals only."""
+    return code.message if code is ErrorCode.INVALID_RECORD_STATE else None
+
+
 def current_leader(ctx: RequestContext) -> dict[str, int]:
-    return {"leader_id": ctx.broker.node_id, "leader_epoch": LEADER_EPOCH}
+    """A partition answer's `current_leader`: Kafka fills it in only with a leadership error (this node leads
+    every partition it answers for), else leaves the fields' defaults."""
+    return {"leader_id": 0, "leader_epoch": LEADER_EPOCH}

@@ -11,7 +11,7 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
-from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_id
+from kbroker.handlers._share import ack_batches, ack_error_message, current_leader, topic_names_by_id
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError
 from kbroker.share import share_runtime
@@ -57,7 +57,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                 {
                     "partition_index": index,
                     "error_code": int(code),
-                    "error_message": None,
+                    "error_message": ack_error_message(code),
                     "current_leader": current_leader(ctx),
                 }
             )

@@ -21,13 +21,13 @@ from typing import Any
 
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
-from kbroker.handlers._share import ack_batches, current_leader, topic_names_by_id
+from kbroker.handlers._share import ack_batches, ack_error_message, current_leader, topic_names_by_id
 from kbroker.handlers.registry import handles
 from kbroker.log import KafkaStorageError, OffsetOutOfRangeError
 from kbroker.share import share_runtime
 from kbroker.share.reader import acquire_committed, acquire_from_log, more_to_read
 from kbroker.share.runtime import ShareRuntime
-from kbroker.share.sessions import FINAL_EPOCH, ShareSession
+from kbroker.share.sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
@@ -46,6 +46,8 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         return _top_level(ErrorCode.INVALID_REQUEST, "GroupId and MemberId are required.")
     ctx.require(AclOperation.READ, ResourceType.GROUP, group_id)
     epoch = request["share_session_epoch"]
+    if epoch == INITIAL_EPOCH and any(p["acknowledgement_batches"] for t in request["topics"] for p in t["partitions"]):
+        return _top_level(ErrorCode.INVALID_REQUEST)  # as Kafka: nothing to acknowledge in a new session
     error, session = runtime.sessions.begin(group_id, member_id, epoch, runtime.clock())
     if error is not ErrorCode.NONE or session is None:
         return _top_level(error)
@@ -75,6 +77,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
                     else share.acknowledge(member_id, ack_batches(p), now)
                 )
                 answer["acknowledge_error_code"] = int(code)
+                answer["acknowledge_error_message"] = ack_error_message(code)
                 runtime.after_acknowledge(group_id, name, key[1])
     for forgotten in request["forgotten_topics_data"]:
         name = names.get(forgotten["topic_id"])
@@ -93,7 +96,10 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
         runtime.sessions.close(group_id, member_id)
         runtime.release_member(group_id, member_id, list(session.partitions))
         return _response(runtime, ids, answers, unknown)
-    if not request.get("is_renew_ack", False):
+    if epoch == INITIAL_EPOCH:  # a full request is answered for each of its partitions, records or not
+        for key in session.partitions:
+            answers.setdefault(key, _partition(ctx, key[1]))
+    if not request.get("is_renew_ack", False):  # (as Kafka, for a member id the group does not know too)
         await _acquire(ctx, runtime, session, request, answers)
     return _response(runtime, ids, answers, unknown)
 

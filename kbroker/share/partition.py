@@ -380,7 +380,8 @@ class SharePartition:
 
         INVALID_REQUEST for malformed batches (unknown type, a types array of the wrong length,
         overlapping or reversed ranges); INVALID_RECORD_STATE when an offset is not ACQUIRED by
-        this member (outside the window, never acquired, already acknowledged, lock expired).
+        this member (past the window, never acquired, already acknowledged, lock expired). Offsets
+        below the start offset are finished already: skipped, as Kafka skips them.
         """
         changes: list[tuple[int, _InFlight, AcknowledgeType]] = []
         previous_last = -1
@@ -388,14 +389,14 @@ class SharePartition:
             count = batch.last_offset - batch.first_offset + 1
             if count <= 0 or batch.first_offset <= previous_last or len(batch.types) not in (1, count):
                 return ErrorCode.INVALID_REQUEST
-            if batch.first_offset < self.start_offset or batch.last_offset >= self.end_offset:
-                return ErrorCode.INVALID_RECORD_STATE  # outside the window (checked first: a range costs nothing)
+            if batch.last_offset >= self.end_offset:
+                return ErrorCode.INVALID_RECORD_STATE  # past the window (checked first: a range costs nothing)
             previous_last = batch.last_offset
             try:
                 types = [AcknowledgeType(t) for t in batch.types]
             except ValueError:
                 return ErrorCode.INVALID_REQUEST
-            for index in range(count):
+            for index in range(max(0, self.start_offset - batch.first_offset), count):
                 record = self._records.get(batch.first_offset + index)
                 if record is None or record.state is not RecordState.ACQUIRED or record.member_id != member_id:
                     return ErrorCode.INVALID_RECORD_STATE

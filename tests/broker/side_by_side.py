@@ -31,7 +31,7 @@ def normalised(value: Any, node: int) -> Any:
     if isinstance(value, dict):
         result = {}
         for key, item in value.items():
-            if key in ("error_message", "message"):
+            if key in ("error_message", "message", "acknowledge_error_message"):
                 result[key] = "<message>" if item else item
             elif key == "topic_id" and item != ZERO_UUID:
                 result[key] = "<id>"

@@ -122,8 +122,14 @@ def test_acknowledge_checks_owner_and_state_all_or_nothing() -> None:
     assert sp.acknowledge("a", [ack(0, 2, ACCEPT, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
     assert sp.acknowledge("a", [ack(0, 0, 9)], 0) is ErrorCode.INVALID_REQUEST
     assert sp.acknowledge("a", [ack(1, 1, ACCEPT), ack(0, 0, ACCEPT)], 0) is ErrorCode.INVALID_REQUEST
+    assert sp.acknowledge("a", [ack(1, 1, ACCEPT)], 0) is ErrorCode.NONE
+    assert sp.acknowledge("a", [ack(1, 1, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE  # finished, above start
     assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 0) is ErrorCode.NONE
-    assert sp.acknowledge("a", [ack(0, 0, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE
+    assert sp.start_offset == 2
+    # below the start offset every record is finished: acknowledging it again changes nothing, as on Kafka
+    assert sp.acknowledge("a", [ack(0, 1, RELEASE)], 0) is ErrorCode.NONE
+    assert sp.acknowledge("b", [ack(0, 2, ACCEPT)], 0) is ErrorCode.INVALID_RECORD_STATE  # 2 is a's
+    assert sp.state_of(2) == (RecordState.ACQUIRED, 1) and sp.start_offset == 2
 
 
 def test_member_leaving_releases_only_its_records() -> None:
