@@ -28,8 +28,7 @@ async def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]
     transactional_id, group_id = request["transactional_id"], request["group_id"]
     if not transactional_id:
         return _response(ErrorCode.INVALID_REQUEST)
-    if not group_id:
-        return _response(ErrorCode.INVALID_GROUP_ID)
+    group_id = group_id or ""  # the empty group id is taken, as Kafka takes it (TxnOffsetCommit refuses it)
     if not ctx.authorize(AclOperation.WRITE, ResourceType.TRANSACTIONAL_ID, transactional_id):
         return _response(ErrorCode.TRANSACTIONAL_ID_AUTHORIZATION_FAILED)
     if not ctx.authorize(AclOperation.READ, ResourceType.GROUP, group_id):
