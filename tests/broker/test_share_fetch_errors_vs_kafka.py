@@ -64,12 +64,15 @@ def _acks(*batches: tuple[int, int, int]) -> list[dict[str, Any]]:
 
 
 def _fetch(epoch: int, *acks: tuple[int, int, int], member: str = ALICE, max_records: int = 2,
-           partitions: bool = True) -> Any:  # fmt: skip
+           partitions: bool = True, max_wait_ms: int = 10_000) -> Any:  # fmt: skip
+    """A fetch that acquires returns once it has; one that finds nothing waits max_wait_ms (long enough for a
+    JVM short of CPU to load the share partition's state)."""
+
     def body(node: int) -> dict[str, Any]:
         wanted = [
             {"topic_id": STATE["tid"], "partitions": [{"partition_index": 0, "acknowledgement_batches": _acks(*acks)}]}
         ]
-        return {"group_id": GROUP, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": 2000,
+        return {"group_id": GROUP, "member_id": member, "share_session_epoch": epoch, "max_wait_ms": max_wait_ms,
                 "min_bytes": 1, "max_bytes": 1 << 20, "max_records": max_records, "batch_size": max_records,
                 "share_acquire_mode": 1, "is_renew_ack": False, "topics": wanted if partitions else [],
                 "forgotten_topics_data": []}  # fmt: skip
@@ -100,9 +103,9 @@ REQUESTS: list[Request | Step] = [
     ("acknowledge a backwards range", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(3, (1, 0, ACCEPT))),
     ("acknowledge", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(4, (0, 0, ACCEPT), (1, 1, RELEASE))),
     ("acknowledge again", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(5, (0, 0, ACCEPT))),
-    ("fetch as a stranger", ApiKey.SHARE_FETCH, 2, _fetch(0, member=MALLORY)),  # acquires 4
-    ("fetch the released record", ApiKey.SHARE_FETCH, 2, _fetch(6, max_records=1)),  # 1, a second delivery
-    ("reject it", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(7, (1, 1, REJECT))),
+    ("fetch as a stranger", ApiKey.SHARE_FETCH, 2, _fetch(0, member=MALLORY)),  # acquires 1 (released) and 4
+    ("fetch when nothing is left", ApiKey.SHARE_FETCH, 2, _fetch(6, max_wait_ms=500)),  # 2-3 held, 1 and 4 taken
+    ("reject another member's record", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(7, (1, 1, REJECT))),
     ("close with acknowledgements", ApiKey.SHARE_FETCH, 2, _fetch(-1, (2, 2, ACCEPT), partitions=True)),
     ("acknowledge after the close", ApiKey.SHARE_ACKNOWLEDGE, 2, _acknowledge(8, (2, 2, ACCEPT))),
     # Not compared: a ShareFetch naming an unknown topic id. kbroker answers the partition UNKNOWN_TOPIC_ID;
