@@ -116,7 +116,7 @@ def answers(
         return found
 
 
-def kafka_answers(requests: list[Request | Step], **kw: Any) -> Iterator[dict[str, Any]]:
+def answers_of_kafka(requests: list[Request | Step], **kw: Any) -> Iterator[dict[str, Any]]:
     """A module fixture's body: Apache Kafka's answers (skipped without java)."""
     if not shutil.which("java"):
         pytest.skip("Apache Kafka needs java")
@@ -124,6 +124,19 @@ def kafka_answers(requests: list[Request | Step], **kw: Any) -> Iterator[dict[st
 
     with KafkaRef() as kafka:
         yield answers(kafka.bootstrap, requests, **kw)
+
+
+def comparison(requests: list[Request | Step], adjust: Callable[[str, Any], Any] = lambda label, a: a) -> Any:
+    """A test module's fixture and test: `kafka_answers, test_answers_are_kafkas = comparison(REQUESTS)`."""
+
+    @pytest.fixture(scope="module")
+    def kafka_answers() -> Iterator[dict[str, Any]]:
+        yield from answers_of_kafka(requests, adjust=adjust)
+
+    def test_answers_are_kafkas(kafka_answers: dict[str, Any], tmp_path: Path) -> None:
+        assert_same_as_kafka(kafka_answers, tmp_path, requests, adjust=adjust)
+
+    return kafka_answers, test_answers_are_kafkas
 
 
 def assert_same_as_kafka(

@@ -4,8 +4,6 @@ Apache Kafka 4.3.1 and compared field for field (tests/broker/side_by_side.py)."
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -140,10 +138,4 @@ def _adjust(label: str, answer: Any) -> Any:
     return answer
 
 
-@pytest.fixture(scope="module")
-def kafka_answers() -> Iterator[dict[str, Any]]:
-    yield from side_by_side.kafka_answers(REQUESTS, adjust=_adjust)
-
-
-def test_answers_are_kafkas(kafka_answers: dict[str, Any], tmp_path: Path) -> None:
-    side_by_side.assert_same_as_kafka(kafka_answers, tmp_path, REQUESTS, adjust=_adjust)
+kafka_answers, test_answers_are_kafkas = side_by_side.comparison(REQUESTS, adjust=_adjust)

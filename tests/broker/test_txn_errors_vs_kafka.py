@@ -6,8 +6,6 @@ first transaction protocol (AddPartitionsToTxn v3, EndTxn v4), which both broker
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -114,10 +112,4 @@ REQUESTS: list[Request | Step] = [
 ]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def kafka_answers() -> Iterator[dict[str, Any]]:
-    yield from side_by_side.kafka_answers(REQUESTS)
-
-
-def test_answers_are_kafkas(kafka_answers: dict[str, Any], tmp_path: Path) -> None:
-    side_by_side.assert_same_as_kafka(kafka_answers, tmp_path, REQUESTS)
+kafka_answers, test_answers_are_kafkas = side_by_side.comparison(REQUESTS)
