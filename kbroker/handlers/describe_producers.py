@@ -32,7 +32,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
 def _partition(ctx: RequestContext, topic: str, index: int) -> dict[str, Any]:
     log = ctx.broker.logs.get_partition(topic, index)
     if log is None:
-        return _error(index, missing_log_error(ctx, topic, index))
+        code = missing_log_error(ctx, topic, index)
+        unknown_topic = ctx.broker.logs.topic(topic) is None  # Kafka words this one, not an unknown partition
+        return _error(index, code, code.message if unknown_topic else None)
     try:
         state = log.producer_state()
     except KafkaStorageError as error:

@@ -55,8 +55,8 @@ def _error(transactional_id: str, code: ErrorCode) -> dict[str, Any]:
         "transactional_id": transactional_id,
         "transaction_state": "",
         "transaction_timeout_ms": 0,
-        "transaction_start_time_ms": -1,
-        "producer_id": -1,
-        "producer_epoch": -1,
+        "transaction_start_time_ms": 0,  # the fields' defaults, as Kafka answers an error
+        "producer_id": 0,
+        "producer_epoch": 0,
         "topics": [],
     }

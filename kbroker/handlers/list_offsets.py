@@ -55,6 +55,7 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     read_committed = request["isolation_level"] == READ_COMMITTED
     answer = []
     describable = ctx.authorized(AclOperation.DESCRIBE, ResourceType.TOPIC, {t["name"] for t in topics})
+    answered: set[tuple[str, int]] = set()
     for topic in topics:
         name = topic["name"]
         partitions = []
@@ -62,7 +63,9 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
             if name not in describable:
                 partitions.append(_error(p["partition_index"], ErrorCode.TOPIC_AUTHORIZATION_FAILED))
             elif seen[(name, p["partition_index"])] > 1:
-                partitions.append(_error(p["partition_index"], ErrorCode.INVALID_REQUEST))
+                if (name, p["partition_index"]) not in answered:  # as Kafka: one answer for a partition asked twice
+                    answered.add((name, p["partition_index"]))
+                    partitions.append(_error(p["partition_index"], ErrorCode.INVALID_REQUEST))
             else:
                 partitions.append(_list_offset(ctx, name, p, read_committed, ctx.api_version))
         answer.append({"name": name, "partitions": partitions})

@@ -100,6 +100,18 @@ def until_coordinator(raw: RawClient, group: str) -> None:
         time.sleep(0.2)
 
 
+def until_transaction_coordinator(raw: RawClient, transactional_id: str) -> None:
+    """Until the transactional id's coordinator is found: Kafka creates __transaction_state on the first lookup."""
+    deadline = time.monotonic() + 60
+    while True:
+        body = {"key_type": 1, "coordinator_keys": [transactional_id]}
+        answer = raw.call(ApiKey.FIND_COORDINATOR, 4, body)["coordinators"][0]
+        if answer["error_code"] == 0:
+            return
+        assert time.monotonic() < deadline, answer
+        time.sleep(0.2)
+
+
 def answers(
     bootstrap: str, requests: list[Request | Step], adjust: Callable[[str, Any], Any] = lambda label, a: a
 ) -> dict[str, Any]:

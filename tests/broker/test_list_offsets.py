@@ -115,7 +115,7 @@ def test_duplicate_partitions_are_invalid(raw: RawClient, topic: str) -> None:
     partitions = [{"partition_index": 0, "timestamp": -1}, {"partition_index": 0, "timestamp": -2}]
     body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": partitions}]}
     answers = raw.call(ApiKey.LIST_OFFSETS, 7, body)["topics"][0]["partitions"]
-    assert [a["error_code"] for a in answers] == [ErrorCode.INVALID_REQUEST] * 2
+    assert [a["error_code"] for a in answers] == [ErrorCode.INVALID_REQUEST]  # one answer, as Kafka 4.3.1's
 
 
 def _end_offset(raw: RawClient, topic: str, epoch: int, current: int = -1, version: int = 4) -> dict:
