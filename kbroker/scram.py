@@ -124,7 +124,7 @@ class ScramStore:
                 )
                 continue
             infos = [{"mechanism": NUMBERS[m], "iterations": c.iterations} for m, c in sorted(found.items())]
-            results.append(_result(name, ErrorCode.NONE, None) | {"credential_infos": infos})
+            results.append(_result(name, ErrorCode.NONE, "") | {"credential_infos": infos})  # "": as Kafka
         return results
 
     def alter(self, deletions: list[dict[str, Any]], upsertions: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -161,6 +161,10 @@ class ScramStore:
     def _check(self, name: str, items: list[tuple[str, dict[str, Any]]]) -> tuple[ErrorCode, str] | None:
         if not name:
             return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
+        for kind, item in items:  # as Kafka: deleting what does not exist is found before a duplicate
+            mechanism = MECHANISMS.get(item["mechanism"])
+            if kind == "delete" and mechanism is not None and self.get(name, mechanism) is None:
+                return ErrorCode.RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
         mechanisms = [item["mechanism"] for _, item in items]
         if len(set(mechanisms)) != len(mechanisms):
             return ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request"

@@ -26,4 +26,4 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
         entries = quotas.store.describe(request["components"], request["strict"])
     except QuotaRequestError as error:
         return {"throttle_time_ms": 0, "error_code": int(error.code), "error_message": str(error), "entries": None}
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "entries": entries}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "entries": entries}  # "": as Kafka

@@ -20,4 +20,4 @@ def handle(ctx: RequestContext, request: dict[str, Any]) -> dict[str, Any]:
     assert store is not None, "the server loads the SCRAM credentials before serving"
     users = request["users"]
     names = [u["name"] for u in users] if users else None
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": store.describe(names)}
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": "", "results": store.describe(names)}  # as Kafka

@@ -104,8 +104,10 @@ class ClientQuotaStore:
         changes: list[tuple[Entity, dict[str, float | None]]] = []
         seen: set[Entity] = set()
         for entry in entries:
-            pairs = entry["entity"]
-            entity = _entity({p["entity_type"]: p["entity_name"] for p in pairs})
+            # as Kafka reads the request: a type named twice keeps its last name (and is answered so)
+            merged = {p["entity_type"]: p["entity_name"] for p in entry["entity"]}
+            pairs = [{"entity_type": kind, "entity_name": name} for kind, name in merged.items()]
+            entity = _entity(merged)
             error: QuotaRequestError | None = None
             ops: dict[str, float | None] = {}
             for op in entry["ops"]:
