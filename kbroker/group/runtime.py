@@ -33,6 +33,7 @@ from kbroker.group.group import CONSUMER_PROTOCOL_TYPE, ClassicGroup, CommittedO
 from kbroker.group.migration import MigrationPolicy
 from kbroker.group.offsets import GroupOffsets
 from kbroker.group.store import NO_MARKER, NO_PRODUCER_ID, Entry, OffsetsStore
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import LogError, RecordTooLargeError
 from protocol.errors import ErrorCode
 
@@ -42,7 +43,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 COMMIT_MARKER = 1  # ControlRecordType.COMMIT
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 def wall_clock_ms() -> int:

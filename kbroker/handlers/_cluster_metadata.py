@@ -18,6 +18,7 @@ from kbroker.cluster.assignment import InvalidReplicationFactor
 from kbroker.cluster.metadata import ClusterMetadata
 from kbroker.cluster.store import TopicExistsInZkError
 from kbroker.context import RequestContext
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import InvalidTopicError
 from kbroker.log.metadata import validate_topic_name
 from protocol.errors import ErrorCode
@@ -80,7 +81,7 @@ def _topic(metadata: ClusterMetadata, name: str) -> dict[str, Any]:
         "error_code": 0,
         "name": name,
         "topic_id": assignment.topic_id.bytes,
-        "is_internal": name.startswith("__"),
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": partition_entries(metadata, name, sorted(assignment.partitions)),
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
     }
@@ -138,7 +139,7 @@ def _error(code: int, name: str) -> dict[str, Any]:
         "error_code": int(code),
         "name": name,
         "topic_id": b"\x00" * 16,
-        "is_internal": False,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
     }

@@ -23,13 +23,13 @@ from typing import Any
 from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers.registry import handles
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import InvalidTopicError
 from kbroker.log.metadata import validate_topic_name
 from protocol.api_keys import ApiKey
 from protocol.errors import ErrorCode
 
 LEADER_EPOCH = 0
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 AUTHORIZED_OPERATIONS_OMITTED = -(2**31)
 ZERO_UUID = b"\x00" * 16
 

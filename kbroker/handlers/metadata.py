@@ -16,6 +16,7 @@ from kbroker.auth.acl import AclOperation, ResourceType
 from kbroker.context import RequestContext
 from kbroker.handlers._authorize import metadata_denied
 from kbroker.handlers.registry import handles
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import InvalidTopicError, TopicExistsError
 from kbroker.log.metadata import validate_topic_name
 from protocol.api_keys import ApiKey
@@ -23,7 +24,6 @@ from protocol.errors import ErrorCode
 from protocol.schema.types import ZERO_UUID
 
 LEADER_EPOCH = 0
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 AUTHORIZED_OPERATIONS_UNKNOWN = -(2**31)
 DESCRIBE, TOPIC = AclOperation.DESCRIBE, ResourceType.TOPIC
 
@@ -81,7 +81,7 @@ def _requested_topic(ctx: RequestContext, topic: dict[str, Any], allow_create: b
                 if not ctx.authorize(DESCRIBE, TOPIC, known):  # ids are not secret: Kafka answers with the id
                     return {**_topic_error(ErrorCode.TOPIC_AUTHORIZATION_FAILED, "", topic["topic_id"]), "name": None}
                 return topic_metadata(ctx, known)
-        return _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, "", topic["topic_id"])
+        return _topic_error(ErrorCode.UNKNOWN_TOPIC_ID, None, topic["topic_id"])  # no name, as Kafka answers
     if ctx.broker.logs.topic(name) is not None:
         return topic_metadata(ctx, name)
     try:
@@ -122,7 +122,7 @@ def topic_metadata(ctx: RequestContext, name: str) -> dict[str, Any]:
         "error_code": 0,
         "name": name,
         "topic_id": meta.topic_id.bytes,
-        "is_internal": name.startswith("__"),
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [
             {
                 "error_code": 0,
@@ -139,12 +139,12 @@ def topic_metadata(ctx: RequestContext, name: str) -> dict[str, Any]:
     }
 
 
-def _topic_error(code: int, name: str, topic_id: bytes = b"\x00" * 16) -> dict[str, Any]:
+def _topic_error(code: int, name: str | None, topic_id: bytes = b"\x00" * 16) -> dict[str, Any]:
     return {
         "error_code": int(code),
         "name": name,
         "topic_id": topic_id,
-        "is_internal": False,
+        "is_internal": name in INTERNAL_TOPICS,
         "partitions": [],
         "topic_authorized_operations": AUTHORIZED_OPERATIONS_UNKNOWN,
     }

@@ -61,6 +61,7 @@ from kbroker.handlers._authorize import produce_denied
 from kbroker.handlers._leadership import leader_epoch
 from kbroker.handlers._partition_errors import missing_log_error
 from kbroker.handlers.registry import handles
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import AppendInfo, AppendOrigin, KafkaStorageError, RecordTooLargeError, UnifiedLog
 from kbroker.log.producer_state import ProducerStateError
 from kbroker.log.validator import RecordError, RecordValidationError
@@ -73,7 +74,6 @@ MAX_CODEC = 4
 FIRST_ZSTD_VERSION = 7
 _LENGTH = struct.Struct(">i")
 # the broker's own topics: as in Kafka, only a client calling itself "__admin_client" may append to them
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 ADMIN_CLIENT_ID = "__admin_client"
 
 

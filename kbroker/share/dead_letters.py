@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import AppendOrigin, PartitionLog, RecordTooLargeError
 from kbroker.log.errors import InvalidTopicError, TopicExistsError
 from kbroker.log.metadata import validate_topic_name
@@ -41,7 +42,6 @@ log = structlog.get_logger(__name__)
 if TYPE_CHECKING:
     from kbroker.broker import Broker
 
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 READ_BYTES = 1024 * 1024
 BATCH_BYTES = 256 * 1024  # a copy batch is cut past this many bytes of values, keys and headers
 

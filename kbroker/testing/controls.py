@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from kbroker.clock import VirtualClock
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.testing.faults import Faults
 
 if TYPE_CHECKING:
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 # the broker's own topics: reset empties them instead of deleting them
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class TestControls:

@@ -18,6 +18,7 @@ from aiohttp import web
 from kbroker.http.rest.body import embedded_format, encode_embedded, read_json, require_object
 from kbroker.http.rest.errors import KAFKA_ERROR, KAFKA_RETRIABLE_ERROR, partition_not_found, unprocessable
 from kbroker.http.rest.topics import Topics, answer, partition_index
+from kbroker.internal_topics import INTERNAL_TOPICS
 from kbroker.log import AppendOrigin, KafkaStorageError, RecordTooLargeError
 from protocol.partitioner import partition_for_key
 from protocol.record_builder import SimpleRecord, build_record_batch
@@ -25,8 +26,6 @@ from protocol.records import RecordBatch
 
 if TYPE_CHECKING:
     from kbroker.broker import Broker
-
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 class Produce:
