@@ -34,8 +34,6 @@ BAD = int(ErrorCode.INVALID_REQUEST)
         (entry([], ("producer_byte_rate", 1)), "Invalid empty client quota entity"),
         (entry([("group", "g")], ("producer_byte_rate", 1)), "Unhandled client quota entity type: group"),
         (entry([("user", "")], ("producer_byte_rate", 1)), "Empty user not supported"),
-        (entry([("user", "a"), ("user", "b")], ("producer_byte_rate", 1)),
-         "Invalid client quota entity, duplicate entity entry user"),
         (entry([("ip", "1.2.3.4"), ("user", "a")], ("connection_creation_rate", 1)),
          "Invalid quota entity combination, IP entity shouldnot be combined with User or ClientId"),
         (entry([("ip", "no such host.invalid")], ("connection_creation_rate", 1)),
@@ -55,6 +53,14 @@ def test_kafkas_checks_and_messages(bad: dict[str, Any], message: str) -> None:
     store = ClientQuotaStore()
     assert alter(store, bad, entry([("client-id", "c")], ("request_percentage", 12.5))) == [(BAD, message), OK]
     assert store.quotas == {(("client-id", "c"),): {"request_percentage": 12.5}}
+
+
+def test_a_type_named_twice_keeps_its_last_name() -> None:
+    """As Kafka reads an AlterClientQuotas request (the entity is a map): answered and applied as user b."""
+    store = ClientQuotaStore()
+    (result,) = store.alter([entry([("user", "a"), ("user", "b")], ("producer_byte_rate", 1))], False)
+    assert (result["error_code"], result["entity"]) == (0, [{"entity_type": "user", "entity_name": "b"}])
+    assert store.quotas == {(("user", "b"),): {"producer_byte_rate": 1}}
 
 
 def test_validate_only_changes_nothing_and_removing_the_last_key_drops_the_entity(tmp_path: Path) -> None:
