@@ -1,7 +1,7 @@
 """`kbroker queue list|describe|publish|read|ack|delete|delete-consumer`: kbroker's virtual queues, over HTTP.
 
 Each subcommand is one request to `/v1/vq` on kbroker's HTTP listener (docs/gateway.md), made with the
-standard library's urllib (kbroker/client/vq.py). Apache Kafka has no virtual queues: these commands need a
+standard library's http.client (kbroker/client/vq.py). Apache Kafka has no virtual queues: these commands need a
 kbroker broker started with an HTTP listener.
 """
 

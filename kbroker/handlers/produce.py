@@ -264,7 +264,7 @@ def _produce_partition(
     if log is None:
         return _error(index, missing_log_error(ctx, topic, index), None, None)
     try:
-        check_produce_data(partition["records"], ctx.api_version)
+        batch = check_produce_data(partition["records"], ctx.api_version)
     except PartitionError as error:  # Kafka refuses these before the append: no message, no log start offset
         refused.append(f"{topic}-{index}: {error.code.name}: {error.message}")
         return _error(index, error.code, None, None)
@@ -279,7 +279,7 @@ def _produce_partition(
         message = f"the ISR is smaller than min.insync.replicas {replicas.min_insync_replicas(topic)}"
         return _error(index, ErrorCode.NOT_ENOUGH_REPLICAS, log, message)
     try:
-        batch = check_batch(partition["records"], ctx.api_version, log.config.max_message_bytes)
+        check_batch(batch, log.config.max_message_bytes)
         if (topic, index) not in verified:  # (asked of another broker's coordinator: cluster mode)
             _check_producer(ctx, batch, topic, index)
         info = log.append_as_leader(batch, AppendOrigin.CLIENT, leader_epoch=epoch)
@@ -311,7 +311,7 @@ def _produce_partition(
     return result
 
 
-def check_produce_data(records: Any, version: int) -> None:
+def check_produce_data(records: Any, version: int) -> RecordBatch:
     """What Kafka checks of a partition's produce data before it appends (ProduceRequest's validation): one
     complete record batch of magic 2, zstd only from v7. A refusal has neither message nor log start offset."""
     size = 0 if records is None else len(records)
@@ -327,12 +327,11 @@ def check_produce_data(records: Any, version: int) -> None:
     if batch.compression == ZSTD and version < FIRST_ZSTD_VERSION:
         raise PartitionError(ErrorCode.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later")
     _check_single_batch(records, batch.size)
+    return batch
 
 
-def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBatch:
-    """The one record batch of a partition's produce data (check_produce_data passed), validated as Kafka's
-    leader does."""
-    batch = RecordBatch(records)
+def check_batch(batch: RecordBatch, max_message_bytes: int) -> None:
+    """The one record batch check_produce_data found, validated as Kafka's leader does."""
     codec = batch.compression
     if codec > MAX_CODEC:  # Kafka fails on it with an unexpected exception
         raise PartitionError(ErrorCode.UNKNOWN_SERVER_ERROR, f"unknown compression codec {codec}")
@@ -354,7 +353,6 @@ def check_batch(records: Any, version: int, max_message_bytes: int) -> RecordBat
         raise PartitionError(ErrorCode.INVALID_RECORD, "clients may not write control batches")
     if batch.has_producer_id and batch.base_sequence < 0:
         raise PartitionError(ErrorCode.INVALID_RECORD, "a batch with a producer id needs a base sequence")
-    return batch
 
 
 def _check_single_batch(records: Any, batch_size: int) -> None:
