@@ -235,8 +235,10 @@ def test_random_operations_keep_the_invariants(ops: list[tuple[str, int, int, Ac
             still_held = state is not None and state[0] is RecordState.ACQUIRED
             code = sp.acknowledge(member, [ack(offset, offset, kind)], now)
             if code is ErrorCode.NONE:
-                assert still_held
-                if kind is not RENEW:
+                # As Kafka does, an acknowledgement below the start offset is skipped: that record is finished
+                # (here archived at the delivery limit after its lock expired), so there is nothing to refuse.
+                assert still_held or offset < start
+                if kind is not RENEW or not still_held:
                     held[member].discard(offset)
                 if kind in (ACCEPT, REJECT, GAP):
                     finished.add(offset)
