@@ -47,6 +47,8 @@ log = structlog.get_logger("kbroker.http.queues")
 BROKER_KEY: web.AppKey[Any] = web.AppKey("broker")
 CONSUMERS_KEY: web.AppKey[set[tuple[str, str]]] = web.AppKey("queue_consumers")  # (group, consumer id) connected
 MAX_CREDIT = 10_000
+ACK_BATCH = 1_000  # acknowledgement frames settled by one durable write at most
+READ_AHEAD_BYTES = 1024 * 1024  # frames read ahead of the one being handled (at least one, whatever its size)
 READ_BYTES = 1024 * 1024
 _ACKS = {"ack": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE, "reject": AcknowledgeType.REJECT}
 
@@ -80,6 +82,12 @@ def unpack_binary_frame(data: bytes) -> tuple[dict[str, Any], bytes]:
     if not isinstance(header, dict):
         raise unprocessable("the binary frame's header is a JSON object")
     return header, bytes(data[4 + size :])
+
+
+def _settled(frame: dict[str, Any], idents: list[Any], errors: dict[str, str]) -> dict[str, Any]:
+    if "ids" in frame:
+        return {"type": "settled", "ids": idents, "action": frame["type"], "errors": errors}
+    return {"type": "settled", "id": idents[0], "action": frame["type"], "error": errors.get(str(idents[0]))}
 
 
 class QueueSession:
@@ -212,25 +220,38 @@ class QueueSession:
 
     async def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
         """Settle `id`, or every id of `ids` (one durable write for all): a `settled` answer."""
-        many = "ids" in frame
-        idents = frame.get("ids") if many else [frame.get("id")]
-        if not isinstance(idents, list) or not idents or len(idents) > MAX_CREDIT:
-            raise unprocessable(f"ids must be a non-empty list of at most {MAX_CREDIT} message ids")
-        errors: dict[str, str] = {}
-        for ident in idents:
-            error = self._settle_one(str(ident), how)
-            if error is not None:
-                errors[str(ident)] = error
-        if len(errors) < len(idents):
-            try:  # the settlements are durable (__share_group_state) before they are answered
+        (answer,) = await self.settle([(frame, how)])
+        return answer
+
+    async def settle(self, frames: list[tuple[dict[str, Any], AcknowledgeType]]) -> list[dict[str, Any]]:
+        """Settle the ack/release/reject frames that arrived together, in order, with one durable write
+        (__share_group_state) for all of them, as one frame of `ids` is; each answered only after it."""
+        done: list[tuple[dict[str, Any], list[Any], dict[str, str]] | dict[str, Any]] = []
+        changed = False
+        for frame, how in frames:
+            many = "ids" in frame
+            idents = frame.get("ids") if many else [frame.get("id")]
+            if not isinstance(idents, list) or not idents or len(idents) > MAX_CREDIT:
+                error = unprocessable(f"ids must be a non-empty list of at most {MAX_CREDIT} message ids")
+                done.append({"type": "error", "error_code": error.code, "message": error.message})
+                continue
+            errors: dict[str, str] = {}
+            for ident in idents:
+                refused = self._settle_one(str(ident), how)
+                if refused is not None:
+                    errors[str(ident)] = refused
+            changed = changed or len(errors) < len(idents)
+            done.append((frame, idents, errors))
+        if changed:
+            try:  # the settlements are durable before they are answered
                 await self.runtime.persist(self.group)
             except KafkaStorageError as failure:
-                errors.update({str(i): f"not made durable: {failure}" for i in idents if str(i) not in errors})
+                for item in done:
+                    if isinstance(item, tuple):
+                        _, idents, errors = item
+                        errors.update({str(i): f"not made durable: {failure}" for i in idents if str(i) not in errors})
         self.wake.set()
-        if many:
-            return {"type": "settled", "ids": idents, "action": frame["type"], "errors": errors}
-        ident = str(idents[0])
-        return {"type": "settled", "id": idents[0], "action": frame["type"], "error": errors.get(ident)}
+        return [item if isinstance(item, dict) else _settled(*item) for item in done]
 
     def _settle_one(self, ident: str, how: AcknowledgeType) -> str | None:
         parts = ident.rsplit("/", 2)
@@ -357,35 +378,35 @@ async def _serve_socket(
     await session.resend(held)
     log.info("queue_consumer_connected", group=group, consumer=consumer, topics=topics, resumed=resumed)
     pusher = asyncio.get_running_loop().create_task(session.push(), name=f"queue-push-{consumer}")
+    inbox = ReadAhead(ws)
     goodbye = False  # lost without a close frame (network, a killed client): what it holds stays locked to its id
     try:
+        later: Incoming | None = None
         while True:
-            message = await ws.receive()
-            if message.type == WSMsgType.CLOSE:
-                goodbye = True  # the client said goodbye: release at once
+            item = later if later is not None else incoming(await inbox.get())
+            later = None
+            if item[0] == "end":
+                goodbye = item[1]  # a close frame: the client said goodbye, release at once
                 break
-            if message.type in (WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
-                break
-            if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
-                continue
-            try:
-                if message.type == WSMsgType.BINARY:
-                    answer = await session.handle_binary(message.data)
-                else:
-                    frame = json.loads(message.data)
-                    if not isinstance(frame, dict):
-                        raise unprocessable("a frame is a JSON object")
-                    answer = await session.handle(frame)
-            except (json.JSONDecodeError, RecursionError) as error:
-                answer = {"type": "error", "message": f"malformed JSON: {error}"}
-            except RestError as error:
-                answer = {"type": "error", "error_code": error.code, "message": error.message}
-            if answer is not None:
-                await ws.send_str(json.dumps(answer))
+            if item[0] == "ack":  # with the acks that came right behind it: one durable write for all
+                acks = [item[1]]
+                while len(acks) < ACK_BATCH and inbox.ready():
+                    item = incoming(inbox.get_nowait())
+                    if item[0] != "ack":
+                        later = item
+                        break
+                    acks.append(item[1])
+                answers: list[dict[str, Any] | None] = list(await session.settle(acks))
+            else:
+                answers = [await answer_to(session, item)]
+            for answer in answers:
+                if answer is not None:
+                    await ws.send_str(json.dumps(answer))
     except asyncio.CancelledError:
         goodbye = True  # the broker is stopping
         raise
     finally:
+        inbox.close()
         pusher.cancel()
         with contextlib.suppress(asyncio.CancelledError, ConnectionResetError):
             await pusher
@@ -396,3 +417,93 @@ async def _serve_socket(
             log.info("queue_consumer_lost", group=group, consumer=consumer, held=len(session.held),
                      code=ws.close_code)  # fmt: skip
     return ws
+
+
+# What a socket's frame is to the serving loop: ("end", said goodbye), ("ack", (frame, how)), ("text", frame),
+# ("binary", data), ("answer", an answer already decided: malformed JSON), ("skip", None).
+Incoming = tuple[str, Any]
+
+
+def incoming(message: Any) -> Incoming:
+    if message is None:  # the read-ahead failed
+        return ("end", False)
+    if message.type == WSMsgType.CLOSE:
+        return ("end", True)
+    if message.type in (WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+        return ("end", False)
+    if message.type == WSMsgType.BINARY:
+        return ("binary", message.data)
+    if message.type != WSMsgType.TEXT:
+        return ("skip", None)
+    try:
+        frame = json.loads(message.data)
+    except (json.JSONDecodeError, RecursionError) as error:
+        return ("answer", {"type": "error", "message": f"malformed JSON: {error}"})
+    if not isinstance(frame, dict):
+        refused = unprocessable("a frame is a JSON object")
+        return ("answer", {"type": "error", "error_code": refused.code, "message": refused.message})
+    kind = frame.get("type")
+    how = _ACKS.get(kind) if isinstance(kind, str) else None
+    return ("ack", (frame, how)) if how is not None else ("text", frame)
+
+
+async def answer_to(session: QueueSession, item: Incoming) -> dict[str, Any] | None:
+    kind, body = item
+    try:
+        if kind == "binary":
+            return await session.handle_binary(body)
+        if kind == "text":
+            return await session.handle(body)
+    except RestError as error:
+        return {"type": "error", "error_code": error.code, "message": error.message}
+    return body if kind == "answer" else None
+
+
+class ReadAhead:
+    """The socket's frames read while the one before is handled (so acknowledgements that arrive during a
+    durable write are settled together by the next), up to READ_AHEAD_BYTES of them: always one frame, more
+    while they fit, so a client that writes faster than it is served costs bounded memory."""
+
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self.ws = ws
+        self.frames: asyncio.Queue[Any] = asyncio.Queue()
+        self.queued = 0  # bytes of the frames in `frames`
+        self.room = asyncio.Event()
+        self.task = asyncio.get_running_loop().create_task(self._read(), name="queue-read-ahead")
+
+    async def _read(self) -> None:
+        try:
+            await self._read_frames()
+        except Exception as error:  # not expected (aiohttp answers a broken socket with an ERROR message)
+            log.error("queue_read_failed", error=repr(error))
+            self.frames.put_nowait((None, 0))  # the serving loop ends, as for a lost socket
+
+    async def _read_frames(self) -> None:
+        while True:
+            message = await self.ws.receive()
+            size = len(message.data) if isinstance(message.data, (str, bytes)) else 0
+            while self.queued and self.queued + size > READ_AHEAD_BYTES:
+                self.room.clear()
+                await self.room.wait()
+            self.queued += size
+            self.frames.put_nowait((message, size))
+            if message.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                return
+
+    def ready(self) -> bool:
+        return not self.frames.empty()
+
+    async def get(self) -> Any:
+        return self._taken(await self.frames.get())
+
+    def get_nowait(self) -> Any:
+        return self._taken(self.frames.get_nowait())
+
+    def _taken(self, entry: tuple[Any, int]) -> Any:
+        message, size = entry
+        self.queued -= size
+        self.room.set()
+        return message
+
+    def close(self) -> None:
+        self.task.cancel()
