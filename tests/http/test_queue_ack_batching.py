@@ -32,7 +32,7 @@ def test_pipelined_acks_share_durable_writes() -> None:
                 ws = await session.ws_connect(f"{kbroker.http_url}/v1/queues/ws?group={group}&topics={topic}")
                 assert json.loads((await ws.receive(timeout=10)).data)["type"] == "welcome"
                 await ws.send_str(json.dumps({"type": "credit", "n": COUNT}))
-                await asyncio.sleep(0.5)  # the share partition starts at the log end: join first
+                await joined(kbroker, group, topic)  # the share partition starts at the log end: join first
                 for i in range(COUNT):
                     await ws.send_str(json.dumps({"type": "produce", "ref": i, "topic": topic, "value": f"v{i}"}))
                 ids: list[str] = []
@@ -65,6 +65,17 @@ def test_pipelined_acks_share_durable_writes() -> None:
         assert share.start_offset == COUNT  # every record acknowledged, the window moved past all of them
 
 
+async def joined(kbroker: InProcessBroker, group: str, topic: str) -> None:
+    """Until the socket's consumer has initialised the group's share partition (at the log end)."""
+    broker = kbroker.controls.broker
+    assert broker is not None
+    for _ in range(1000):
+        if broker.shares is not None and (group, topic, 0) in broker.shares.partitions:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the share partition was never initialised")
+
+
 def slow_down_state_writes(kbroker: InProcessBroker, writes: list[int]) -> None:
     """Make each durable write of share state take 50 ms longer, and count them."""
     broker = kbroker.controls.broker
@@ -94,12 +105,16 @@ def test_read_ahead_holds_at_most_its_budget() -> None:
             await asyncio.sleep(0)
             return messages.pop(0)
 
+    async def settle() -> None:  # turns of the event loop, not time: the reader runs until it waits for room
+        for _ in range(200):
+            await asyncio.sleep(0)
+
     async def run() -> None:
         inbox = ReadAhead(Socket())  # type: ignore[arg-type]
-        await asyncio.sleep(0.05)
+        await settle()
         assert (inbox.frames.qsize(), inbox.queued) == (2, 2 * len(frame))
         await inbox.get()
-        await asyncio.sleep(0.05)
+        await settle()
         assert (inbox.frames.qsize(), inbox.queued) == (2, 2 * len(frame))
         kinds = []
         while (item := incoming(await inbox.get()))[0] != "end":
