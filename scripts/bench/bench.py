@@ -334,6 +334,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def side_by_side_options(parser: argparse.ArgumentParser, clients: str) -> None:
+    """The options the W12/W13 scripts share: rounds, which brokers, pinning, where kbroker runs from."""
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--brokers", default="kafka,kbroker")
+    parser.add_argument("--unpinned", action="store_true", help=f"brokers and {clients} may use every core")
+    parser.add_argument("--kbroker-from", choices=("installed", "checkout"), default="installed")
+
+
+def side_by_side_setup(args: argparse.Namespace) -> tuple[str, str]:
+    """Install kbroker's wheel when it runs installed; (the brokers' cores, the clients' cores) for taskset:
+    core 0 and core 1, or every core for both with --unpinned."""
+    if args.kbroker_from == "installed" and "kbroker" in args.brokers.split(","):
+        KBroker.installed = install_kbroker()
+    if args.unpinned:
+        every = f"0-{(os.cpu_count() or 1) - 1}"
+        return every, every
+    return "0", "1"
+
+
 def run(entry: Callable[[], int]) -> NoReturn:
     """A benchmark's entry point: its exit status, or 1 with the reason when a load fails its checks."""
     try:

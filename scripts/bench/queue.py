@@ -38,8 +38,8 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench import load_average, note, run, summarise, table  # noqa: E402
-from brokers import Broker, Kafka, KBroker, environment_note, install_kbroker  # noqa: E402
+from bench import load_average, note, run, side_by_side_options, side_by_side_setup, summarise, table  # noqa: E402
+from brokers import Broker, Kafka, KBroker, environment_note  # noqa: E402
 from workloads import Figure  # noqa: E402
 
 from tests.kafka_ref import ensure_tools  # noqa: E402
@@ -180,17 +180,10 @@ def one_broker(broker: Broker, tools: Tools, records: int, round_no: int, sample
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    side_by_side_options(parser, "consumers")
     parser.add_argument("--records", type=int, default=50_000)
-    parser.add_argument("--brokers", default="kafka,kbroker")
-    parser.add_argument("--unpinned", action="store_true", help="brokers and consumers may use every core")
-    parser.add_argument("--kbroker-from", choices=("installed", "checkout"), default="installed")
     args = parser.parse_args(argv)
-    broker_cpus, client_cpus = "0", "1"
-    if args.unpinned:
-        broker_cpus = client_cpus = f"0-{(os.cpu_count() or 1) - 1}"
-    if args.kbroker_from == "installed" and "kbroker" in args.brokers.split(","):
-        KBroker.installed = install_kbroker()
+    broker_cpus, client_cpus = side_by_side_setup(args)
     tools = Tools(client_cpus)
     first, _, last = client_cpus.partition("-")
     os.sched_setaffinity(0, range(int(first), int(last or first) + 1))  # where the WebSocket consumer runs

@@ -18,7 +18,6 @@ of scripts/bench/run (docs/performance.md).
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import sys
 import tempfile
@@ -30,8 +29,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent.parent))
 
-from bench import load_average, note, run, summarise, table  # noqa: E402
-from brokers import Broker, Kafka, KBroker, environment_note, install_kbroker  # noqa: E402
+from bench import load_average, note, run, side_by_side_options, side_by_side_setup, summarise, table  # noqa: E402
+from brokers import Broker, Kafka, KBroker, environment_note  # noqa: E402
 from workloads import Figure, Workload, build_loadgen, run_workload  # noqa: E402
 
 from tests.broker.tls_support import make_certificates  # noqa: E402
@@ -140,18 +139,11 @@ def one_broker(broker: TlsKafka | TlsKBroker, ca: Path, loadgen_cpus: str, scale
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3)
+    side_by_side_options(parser, "load generator")
     parser.add_argument("--scale", type=float, default=1.0, help="multiply the record counts (at most 1)")
-    parser.add_argument("--brokers", default="kafka,kbroker")
-    parser.add_argument("--unpinned", action="store_true", help="brokers and load generator may use every core")
-    parser.add_argument("--kbroker-from", choices=("installed", "checkout"), default="installed")
     args = parser.parse_args(argv)
-    broker_cpus, loadgen_cpus = "0", "1"
-    if args.unpinned:
-        broker_cpus = loadgen_cpus = f"0-{(os.cpu_count() or 1) - 1}"
     build_loadgen()
-    if args.kbroker_from == "installed" and "kbroker" in args.brokers.split(","):
-        KBroker.installed = install_kbroker()
+    broker_cpus, loadgen_cpus = side_by_side_setup(args)
     started = time.monotonic()
     samples: Samples = defaultdict(lambda: defaultdict(list))
     with tempfile.TemporaryDirectory(prefix="bench-tls-") as directory:
