@@ -212,16 +212,12 @@ class QueueSession:
             self.credit = n
             self.wake.set()
             return None
-        if kind in _ACKS:
-            return await self._settle(frame, _ACKS[str(kind)])
+        if kind in _ACKS:  # (the serving loop hands acks to `settle` itself, with those queued behind them)
+            (answer,) = await self.settle([(frame, _ACKS[str(kind)])])
+            return answer
         if kind == "produce":
             return await self._produce(frame)
         raise unprocessable(f"unknown frame type {kind!r}: credit, ack, release, reject or produce")
-
-    async def _settle(self, frame: dict[str, Any], how: AcknowledgeType) -> dict[str, Any]:
-        """Settle `id`, or every id of `ids` (one durable write for all): a `settled` answer."""
-        (answer,) = await self.settle([(frame, how)])
-        return answer
 
     async def settle(self, frames: list[tuple[dict[str, Any], AcknowledgeType]]) -> list[dict[str, Any]]:
         """Settle the ack/release/reject frames that arrived together, in order, with one durable write

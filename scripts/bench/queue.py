@@ -30,7 +30,6 @@ import os
 import subprocess
 import sys
 import time
-import urllib.request
 from collections import defaultdict
 from pathlib import Path
 
@@ -40,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench import load_average, note, run, side_by_side_options, side_by_side_setup, summarise, table  # noqa: E402
 from brokers import Broker, Kafka, KBroker, environment_note  # noqa: E402
+from gateway import wait_ready  # noqa: E402
 from workloads import Figure  # noqa: E402
 
 from tests.kafka_ref import ensure_tools  # noqa: E402
@@ -143,17 +143,6 @@ async def websocket(http_port: int, topic: str, group: str, records: int, batche
     return records / elapsed
 
 
-def wait_http(port: int) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{port}/ready", timeout=1):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise RuntimeError("kbroker's HTTP listener is not ready")
-
-
 def one_broker(broker: Broker, tools: Tools, records: int, round_no: int, samples: Samples) -> None:
     try:
         broker.start()
@@ -161,7 +150,8 @@ def one_broker(broker: Broker, tools: Tools, records: int, round_no: int, sample
         tools.prepare(bootstrap, topic, records)
         runs: list[tuple[str, str]] = [("Q1", "poll"), ("Q2", "commit")]
         if isinstance(broker, GatewayKBroker):
-            wait_http(broker.http_port)
+            assert broker.process is not None
+            wait_ready(f"http://127.0.0.1:{broker.http_port}", broker.process)
             runs += [("Q3", "ws"), ("Q4", "ws-ids")]
         for figure, mode in runs:
             group = f"{figure.lower()}-{round_no}"

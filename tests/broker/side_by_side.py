@@ -72,17 +72,23 @@ def node_id(raw: RawClient) -> int:
     return int(raw.call(ApiKey.METADATA, 12, body)["brokers"][0]["node_id"])
 
 
+def until(raw: RawClient, api: ApiKey, version: int, body: dict[str, Any], done: Callable[[Any], bool],
+          timeout: float = 30, pause: float = 0.1) -> Any:  # fmt: skip
+    """Send the request until `done(answer)`; the answer. Kafka shows many changes a moment after it
+    acknowledged them (its controller applies them, its broker's metadata cache follows)."""
+    deadline = time.monotonic() + timeout
+    while not done(answer := raw.call(api, version, body)):
+        assert time.monotonic() < deadline, answer
+        time.sleep(pause)
+    return answer
+
+
 def wait_for_leaders(raw: RawClient, topic: str, partitions: int) -> None:
     """Until each partition answers ListOffsets: Kafka leads a new topic's partitions a moment after creating it."""
-    deadline = time.monotonic() + 30
-    while True:
-        wanted = [{"partition_index": p, "timestamp": -1} for p in range(partitions)]
-        body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": wanted}]}
-        answer = raw.call(ApiKey.LIST_OFFSETS, 8, body)
-        if all(p["error_code"] == 0 for t in answer["topics"] for p in t["partitions"]):
-            return
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.1)
+    wanted = [{"partition_index": p, "timestamp": -1} for p in range(partitions)]
+    body = {"replica_id": -1, "isolation_level": 0, "topics": [{"name": topic, "partitions": wanted}]}
+    until(raw, ApiKey.LIST_OFFSETS, 8, body,
+          lambda answer: all(p["error_code"] == 0 for t in answer["topics"] for p in t["partitions"]))  # fmt: skip
 
 
 def until_coordinator(raw: RawClient, group: str) -> None:
@@ -102,14 +108,8 @@ def until_coordinator(raw: RawClient, group: str) -> None:
 
 def until_transaction_coordinator(raw: RawClient, transactional_id: str) -> None:
     """Until the transactional id's coordinator is found: Kafka creates __transaction_state on the first lookup."""
-    deadline = time.monotonic() + 60
-    while True:
-        body = {"key_type": 1, "coordinator_keys": [transactional_id]}
-        answer = raw.call(ApiKey.FIND_COORDINATOR, 4, body)["coordinators"][0]
-        if answer["error_code"] == 0:
-            return
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.2)
+    body = {"key_type": 1, "coordinator_keys": [transactional_id]}
+    until(raw, ApiKey.FIND_COORDINATOR, 4, body, lambda a: a["coordinators"][0]["error_code"] == 0, 60, 0.2)
 
 
 def answers(

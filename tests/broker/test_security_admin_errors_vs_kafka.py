@@ -4,7 +4,6 @@ kbroker and a fresh Apache Kafka 4.3.1 and compared field for field (tests/broke
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ import pytest
 from protocol.api_keys import ApiKey
 from tests.broker import side_by_side
 from tests.broker.side_by_side import Request, Step
-from tests.process import RawClient
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -42,18 +40,6 @@ def _describe_quotas(*components: tuple[str, int, str | None], strict: bool = Fa
     return lambda node: {"components": wanted, "strict": strict}
 
 
-def _until_described(raw: RawClient, api: ApiKey, version: int, body: dict[str, Any], done: Any) -> None:
-    """Until a change is visible: Kafka's controller applies SCRAM and quota changes, and the broker answers
-    describes from its metadata cache a moment later."""
-    deadline = time.monotonic() + 30
-    while True:
-        answer = raw.call(api, version, body)
-        if done(answer):
-            return
-        assert time.monotonic() < deadline, answer
-        time.sleep(0.1)
-
-
 REQUESTS: list[Request | Step] = [
     ("describe acls without an authorizer", ApiKey.DESCRIBE_ACLS, 3, lambda node: _acl_filter()),
     ("create acls without an authorizer", ApiKey.CREATE_ACLS, 3, lambda node: {"creations": [
@@ -68,8 +54,9 @@ REQUESTS: list[Request | Step] = [
     ("upsert an unknown mechanism", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, _upsert("alice", 7, 4096)),
     ("upsert an empty name", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, _upsert("", SCRAM_256, 4096)),
     ("upsert", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, _upsert("alice", SCRAM_512, 4096)),
-    lambda raw: _until_described(raw, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "alice"}]},
-                                 lambda a: a["results"][0]["error_code"] == 0),
+    # Kafka's broker describes SCRAM credentials and quotas from its metadata cache, a moment after the controller
+    lambda raw: side_by_side.until(raw, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, {"users": [{"name": "alice"}]},
+                                   lambda a: a["results"][0]["error_code"] == 0),
     ("describe a scram user", ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, lambda node: {"users": [{"name": "alice"}]}),
     ("delete a credential that does not exist", ApiKey.ALTER_USER_SCRAM_CREDENTIALS, 0, lambda node: {
         "deletions": [{"name": "alice", "mechanism": SCRAM_256}], "upsertions": []}),
@@ -91,8 +78,8 @@ REQUESTS: list[Request | Step] = [
                                                                    validate_only=True)),
     ("quota", ApiKey.ALTER_CLIENT_QUOTAS, 1, _quota([("user", "alice"), ("client-id", None)],
                                                     ("consumer_byte_rate", 2048.0, False))),
-    lambda raw: _until_described(raw, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, _describe_quotas(("user", 0, "alice"))(0),
-                                 lambda a: bool(a["entries"])),
+    lambda raw: side_by_side.until(raw, ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, _describe_quotas(("user", 0, "alice"))(0),
+                                   lambda a: bool(a["entries"])),
     ("remove a quota never set", ApiKey.ALTER_CLIENT_QUOTAS, 1, _quota([("user", "carol")],
                                                                        ("producer_byte_rate", 0.0, True))),
     ("describe quotas", ApiKey.DESCRIBE_CLIENT_QUOTAS, 1, _describe_quotas(("user", 0, "alice"))),
